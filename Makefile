@@ -1,0 +1,36 @@
+# Quick start:
+#   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
+#   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STACK  ?= dev
+
+.PHONY: setup setup-dev plan test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.installed
+setup-dev: $(VENV)/.installed-dev
+
+plan: setup
+	$(BIN)/gpufleet plan --stack $(STACK) --out build/plan-$(STACK)
+
+test: setup-dev
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/plan_bench.py
+
+clean:
+	rm -rf $(VENV) build

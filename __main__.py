@@ -1,0 +1,5 @@
+"""The Pulumi program: read this stack's `gpufleet:` config and declare the GPU stack."""
+
+from gpufleet.program import run
+
+run()
