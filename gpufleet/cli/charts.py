@@ -1,0 +1,8 @@
+"""`gpufleet charts` (placeholder until its issue lands)."""
+
+from gpufleet.errors import GpufleetError
+
+
+def command() -> None:
+    """Not available yet."""
+    raise GpufleetError("gpufleet charts is not available yet")

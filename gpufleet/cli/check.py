@@ -1,0 +1,8 @@
+"""`gpufleet check` (placeholder until its issue lands)."""
+
+from gpufleet.errors import GpufleetError
+
+
+def command() -> None:
+    """Not available yet."""
+    raise GpufleetError("gpufleet check is not available yet")

@@ -1,0 +1,8 @@
+"""`gpufleet validate` (placeholder until its issue lands)."""
+
+from gpufleet.errors import GpufleetError
+
+
+def command() -> None:
+    """Not available yet."""
+    raise GpufleetError("gpufleet validate is not available yet")

@@ -1,0 +1,6 @@
+"""The typed stack config: one pydantic model per YAML section, a loader, and YAML-path errors."""
+
+from gpufleet.config.loading import LoadedStack, load_stack, parse_sections
+from gpufleet.config.stack import StackConfig, validate_references
+
+__all__ = ["LoadedStack", "StackConfig", "load_stack", "parse_sections", "validate_references"]

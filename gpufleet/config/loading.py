@@ -1,0 +1,177 @@
+"""Read a stack's config (from Pulumi.<stack>.yaml, or from the running Pulumi program) into a StackConfig.
+
+Every problem is collected and raised together as one ConfigError whose lines name the file, the YAML
+path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from gpufleet.config.stack import SECTION_KEYS, StackConfig, validate_references
+from gpufleet.config.workloads import WORKLOAD_KINDS
+from gpufleet.errors import ConfigError, ConfigIssue, InputError
+
+NAMESPACE = "gpufleet"
+SECRET_PLACEHOLDER = "[secret]"
+_UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-)")
+
+
+@dataclass
+class LoadedStack:
+    """A validated stack config plus the raw Pulumi config map it came from."""
+
+    name: str
+    source: str
+    config: StackConfig
+    #: Every `<namespace>:<key>` entry of the stack file as Pulumi would hand it to the program (strings).
+    pulumi_config: dict[str, str] = field(default_factory=dict)
+    #: Keys whose values are Pulumi secrets (`secure:` in the file).
+    secret_keys: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def stack_file(project_dir: Path, stack: str) -> Path:
+    return project_dir / f"Pulumi.{stack}.yaml"
+
+
+def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
+    """Load and validate Pulumi.<stack>.yaml. Raises InputError or ConfigError."""
+    path = stack_file(project_dir, stack)
+    if not path.is_file():
+        known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
+        raise InputError(f"{path}: no such stack file; stacks here: {', '.join(known) or '(none)'}")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise InputError(f"{path.name}: not valid YAML: {e}") from e
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
+    pulumi_config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    sections: dict[str, Any] = {}
+    secrets: set[str] = set()
+    for key, value in config.items():
+        full = key if ":" in key else f"{NAMESPACE}:{key}"
+        is_secret = isinstance(value, dict) and set(value) == {"secure"}
+        if is_secret:
+            secret_keys.append(full)
+            pulumi_config[full] = SECRET_PLACEHOLDER
+        else:
+            pulumi_config[full] = value if isinstance(value, str) else json.dumps(value)
+        ns, _, short = full.partition(":")
+        if ns == NAMESPACE:
+            if is_secret:
+                secrets.add(short)
+            else:
+                sections[short] = value
+    loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets), pulumi_config, secret_keys)
+    for w in loaded.config.workloads:
+        key = getattr(w, "token_config_key", None)
+        if key and key not in secrets:
+            loaded.warnings.append(
+                f"{path.name}: {NAMESPACE}:{key} is not set; `pulumi up` needs it: "
+                f"pulumi config set --secret {key} <token> -s {stack}")
+    return loaded
+
+
+def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset()) -> StackConfig:
+    """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError."""
+    issues: list[ConfigIssue] = []
+    for key in sections:
+        if key not in SECTION_KEYS and key not in secret_keys:
+            issues.append(ConfigIssue(f"{NAMESPACE}:{key}", f"unknown key; allowed: {', '.join(SECTION_KEYS)} "
+                                      "(or a secret, set with `pulumi config set --secret`)"))
+    known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
+    try:
+        cfg = StackConfig.model_validate(known)
+    except ValidationError as e:
+        issues += [_issue_from_pydantic(err) for err in e.errors()]
+        raise ConfigError(source, issues) from None
+    issues += validate_references(cfg)
+    if issues:
+        raise ConfigError(source, issues)
+    return cfg
+
+
+def _clean_loc(loc: tuple) -> list:
+    out: list = []
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and _UNION_TAG.match(part):
+            continue
+        if isinstance(part, str) and part in WORKLOAD_KINDS and i >= 2 and loc[0] == "workloads" and isinstance(loc[1], int) and i == 2:
+            continue
+        out.append(part)
+    return out
+
+
+def render_path(parts: list) -> str:
+    out = f"{NAMESPACE}:"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif out.endswith(":"):
+            out += str(part)
+        else:
+            out += f".{part}"
+    return out
+
+
+def _issue_from_pydantic(err: dict) -> ConfigIssue:
+    parts = _clean_loc(err["loc"])
+    path = render_path(parts)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(list(err["loc"][:-1]))
+        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
+        return ConfigIssue(path, f"unknown key '{parts[-1]}'{hint}")
+    if kind == "missing":
+        return ConfigIssue(path, "required key is missing")
+    if kind == "union_tag_invalid" or kind == "union_tag_not_found":
+        return ConfigIssue(render_path(parts) + ".kind" if kind == "union_tag_not_found" else path,
+                           f"{'missing' if kind == 'union_tag_not_found' else repr(err['input'].get('kind'))} workload kind; "
+                           f"allowed: {', '.join(WORKLOAD_KINDS)}")
+    value = err.get("input")
+    shown = json.dumps(value) if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
+    return ConfigIssue(path, f"{err['msg']}; got {shown}")
+
+
+def _allowed_keys(parts: list) -> list[str]:
+    """Field names (YAML spelling) of the model reached by following `parts` from the root."""
+    from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
+
+    model: Any = StackConfig
+    if len(parts) >= 3 and parts[0] == "workloads" and parts[2] in WORKLOAD_KINDS:
+        model = {"inference": InferenceService, "notebook": Notebook, "job": BatchJob}[parts[2]]
+        parts = parts[3:]
+    for part in parts:
+        if isinstance(part, int) or model is None:
+            continue
+        field_info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part or n == part), None)
+        if field_info is None:
+            return []
+        model = _model_in(field_info.annotation, parts)
+    if model is None or not hasattr(model, "model_fields"):
+        return []
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any, parts: list) -> Any:
+    """The pydantic model inside an annotation (list[X], dict[str, X], X | None, Annotated unions)."""
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg, parts)
+        if found is not None:
+            return found
+    return None

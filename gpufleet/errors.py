@@ -1,0 +1,39 @@
+"""gpufleet's error classes, by what the caller can do about them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in a stack config: where (YAML path), what was found, and what is allowed."""
+
+    path: str
+    message: str
+
+    def render(self, source: str) -> str:
+        return f"{source}: {self.path}: {self.message}"
+
+
+class GpufleetError(Exception):
+    """Base class: an expected failure that the CLI reports as one or more lines, never a traceback."""
+
+    exit_code = 2
+
+
+class ConfigError(GpufleetError):
+    """The stack config is invalid; every problem is listed. Fix the file and run again."""
+
+    def __init__(self, source: str, issues: list[ConfigIssue]):
+        self.source = source
+        self.issues = issues
+        super().__init__("\n".join(i.render(source) for i in issues))
+
+
+class InputError(GpufleetError):
+    """An input file or option is unusable (missing, unreadable, wrong format)."""
+
+
+class DiscoveryUnavailableError(GpufleetError):
+    """A capacity source (NVML, the Kubernetes API) cannot be reached from here."""

@@ -1,0 +1,1 @@
+"""Facts about the NVIDIA Kubernetes GPU stack, as plain data and pure functions."""

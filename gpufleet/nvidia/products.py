@@ -1,0 +1,66 @@
+"""GPU products gpufleet knows: the GFD product label, memory, compute capability and MIG table.
+
+`memory_mib` is what NVML reports as total memory (nvidia-smi's figure), which is what a whole-GPU
+workload can address. `mig_table` names an entry of `mig_profiles.TABLES` for MIG-capable parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuProduct:
+    """One GPU model as Kubernetes sees it."""
+
+    key: str
+    #: Value of the GFD label `nvidia.com/gpu.product` (spaces become dashes).
+    label: str
+    memory_mib: int
+    compute_capability: tuple[int, int]
+    family: str
+    mig_table: str | None = None
+    #: PCI device ID (for mig-parted `device-filter`), where known.
+    pci_device_id: str | None = None
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.mig_table is not None
+
+    @property
+    def mps_max_clients(self) -> int:
+        """MPS replica cap of the device plugin's control daemon (mps/device.go `maxClients`)."""
+        return 48 if self.compute_capability >= (7, 5) else 16
+
+
+PRODUCTS: dict[str, GpuProduct] = {
+    p.key: p
+    for p in [
+        GpuProduct("Tesla-T4", "Tesla-T4", 15360, (7, 5), "turing"),
+        GpuProduct("Tesla-M60", "Tesla-M60", 8192, (5, 2), "maxwell"),
+        GpuProduct("GRID-K520", "GRID-K520", 4096, (3, 0), "kepler"),
+        GpuProduct("Tesla-V100-SXM2-16GB", "Tesla-V100-SXM2-16GB", 16384, (7, 0), "volta"),
+        GpuProduct("NVIDIA-A10", "NVIDIA-A10", 23028, (8, 6), "ampere"),
+        GpuProduct("A100-PCIE-40GB", "A100-PCIE-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20F1"),
+        GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0"),
+        GpuProduct("NVIDIA-A100-80GB-PCIe", "NVIDIA-A100-80GB-PCIe", 81920, (8, 0), "ampere", "80GB", "0x20B5"),
+        GpuProduct("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", 81920, (8, 0), "ampere", "80GB", "0x20B2"),
+        GpuProduct("NVIDIA-A30", "NVIDIA-A30", 24576, (8, 0), "ampere", "A30", "0x20B7"),
+        GpuProduct("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3", 81559, (9, 0), "hopper", "80GB", "0x2330"),
+        GpuProduct("NVIDIA-H100-PCIe", "NVIDIA-H100-PCIe", 81559, (9, 0), "hopper", "80GB", "0x2331"),
+        GpuProduct("NVIDIA-H100-NVL", "NVIDIA-H100-NVL", 95830, (9, 0), "hopper", "H100-NVL", "0x2321"),
+        GpuProduct("NVIDIA-H200", "NVIDIA-H200", 143771, (9, 0), "hopper", "H200", "0x2335"),
+        GpuProduct("NVIDIA-B200", "NVIDIA-B200", 183359, (10, 0), "blackwell", "B200", "0x2901"),
+        GpuProduct("NVIDIA-L4", "NVIDIA-L4", 23034, (8, 9), "ada-lovelace"),
+        GpuProduct("NVIDIA-L40S", "NVIDIA-L40S", 46068, (8, 9), "ada-lovelace"),
+    ]
+}
+
+
+def find_product(name: str) -> GpuProduct | None:
+    """Look a product up by key or by GFD label (as NVML names it, with spaces or dashes)."""
+    wanted = name.strip().replace(" ", "-")
+    for product in PRODUCTS.values():
+        if wanted in (product.key, product.label):
+            return product
+    return None
