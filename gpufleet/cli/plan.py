@@ -1,8 +1,28 @@
-"""`gpufleet plan` (placeholder until the plan engine lands)."""
+"""`gpufleet plan`: show what `pulumi up` would create for a stack, offline."""
 
-from gpufleet.errors import GpufleetError
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from gpufleet.config.loading import load_stack
+from gpufleet.planning.engine import run_program
+from gpufleet.planning.output import write_plan
+from gpufleet.planning.preview import print_preview
 
 
-def command() -> None:
-    """Not available yet."""
-    raise GpufleetError("gpufleet plan is not available yet")
+def command(
+    stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
+    out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here."),
+    project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
+) -> None:
+    """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed."""
+    loaded = load_stack(stack, project_dir)
+    for warning in loaded.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    plan = run_program(loaded)
+    print_preview(plan)
+    if out is not None:
+        files = write_plan(plan, out)
+        typer.echo(f"Wrote {files[0]} and {len(files) - 1} manifests under {out / 'manifests'}")

@@ -1,0 +1,107 @@
+"""GpuStack: the root component. Wires the GPU stack (operator or standalone plugin), its ConfigMaps,
+the node labels and the workloads of one StackConfig. Every decision is made by gpufleet.render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components._k8s import child_opts, from_manifest
+from components.batch_job import BatchJob, BatchJobArgs
+from components.device_plugin import DevicePlugin, DevicePluginArgs
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.inference_service import InferenceService, InferenceServiceArgs
+from components.mig_geometry import MigGeometry, MigGeometryArgs
+from components.node_pool_labels import NodePoolLabels, NodePoolLabelsArgs
+from components.notebook import Notebook, NotebookArgs
+from components.sharing_config import SharingConfig, SharingConfigArgs
+from gpufleet.config.stack import StackConfig
+from gpufleet.render import gpu_stack as r
+from gpufleet.render.mig_manager import mig_manager_objects
+from gpufleet.render.workloads import namespace, workload_objects
+
+
+@dataclass
+class GpuStackArgs:
+    config: StackConfig
+    secret: Callable[[str], pulumi.Output[str]]
+    """Looks up a secret stack config key (e.g. a notebook token) as a Pulumi secret."""
+    provider: pulumi.ProviderResource | None = None
+    """Kubernetes provider; None uses the ambient kubeconfig (or one made from cluster.kubeconfig/context)."""
+
+
+class GpuStack(pulumi.ComponentResource):
+    def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpufleet:index:GpuStack", name, None, opts)
+        cfg = args.config
+        self._secret = args.secret
+        self.provider = args.provider or self._provider_from_config(name, cfg)
+        p = self.provider
+        self.gpu_stack_ready: list[pulumi.Resource] = []
+        if cfg.mode != "platform-managed":
+            self._gpu_stack(name, cfg, p)
+        self.node_labels = [
+            NodePoolLabels(f"{name}-{pool.name}-labels",
+                           NodePoolLabelsArgs({n: l for n, l in r.node_labels(cfg).items() if n in pool.nodes}, p),
+                           pulumi.ResourceOptions(parent=self))
+            for pool in cfg.node_pools
+            if cfg.mode != "platform-managed" and any(n in r.node_labels(cfg) for n in pool.nodes)
+        ]
+        self.namespaces = {
+            ns: from_manifest(f"{name}-ns-{ns}", namespace(ns), child_opts(self, p)) for ns in cfg.namespaces()
+        }
+        self.workloads = [self._workload(name, cfg, w, p) for w in cfg.workloads]
+        self.endpoints = {w.name: getattr(c, "endpoint", None) for w, c in zip(cfg.workloads, self.workloads)
+                          if getattr(c, "endpoint", None) is not None}
+        self.register_outputs({"endpoints": self.endpoints})
+
+    @staticmethod
+    def _provider_from_config(name: str, cfg: StackConfig) -> pulumi.ProviderResource | None:
+        if cfg.cluster.kubeconfig is None and cfg.cluster.context is None:
+            return None
+        return k8s.Provider(f"{name}-k8s", kubeconfig=cfg.cluster.kubeconfig, context=cfg.cluster.context)
+
+    def _gpu_stack(self, name: str, cfg: StackConfig, p) -> None:
+        ns_name = r.stack_namespace(cfg)
+        ns = from_manifest(f"{name}-ns-{ns_name}", namespace(ns_name), child_opts(self, p))
+        configs: list[pulumi.Resource] = [ns]
+        sharing = r.sharing_configmap(cfg)
+        if sharing is not None:
+            self.sharing = SharingConfig(f"{name}-sharing", SharingConfigArgs(sharing, p, [ns]),
+                                         pulumi.ResourceOptions(parent=self))
+            configs.append(self.sharing)
+        mig = r.mig_configmap(cfg)
+        if mig is not None:
+            extra = mig_manager_objects(ns_name) if cfg.mode == "standalone" else []
+            self.mig = MigGeometry(f"{name}-mig", MigGeometryArgs(mig, extra, p, [ns]),
+                                   pulumi.ResourceOptions(parent=self))
+            configs.append(self.mig)
+        if cfg.mode == "operator":
+            self.operator = GpuOperator(
+                f"{name}-gpu-operator",
+                GpuOperatorArgs(ns_name, r.operator_values(cfg), cfg.operator.chart_version,
+                                cfg.operator.timeout_seconds, p, configs),
+                pulumi.ResourceOptions(parent=self))
+            self.gpu_stack_ready = [self.operator]
+        else:
+            self.device_plugin = DevicePlugin(
+                f"{name}-device-plugin",
+                DevicePluginArgs(ns_name, r.device_plugin_values(cfg), cfg.device_plugin.chart_version,
+                                 provider=p, depends_on=configs),
+                pulumi.ResourceOptions(parent=self))
+            self.gpu_stack_ready = [self.device_plugin]
+
+    def _workload(self, name: str, cfg: StackConfig, w, p):
+        manifests = workload_objects(cfg, w)
+        deps = [*self.gpu_stack_ready, *([self.namespaces[w.namespace]] if w.namespace in self.namespaces else [])]
+        opts = pulumi.ResourceOptions(parent=self)
+        cname = f"{name}-{w.namespace}-{w.name}"
+        if w.kind == "inference":
+            return InferenceService(cname, InferenceServiceArgs(manifests, p, deps), opts)
+        if w.kind == "notebook":
+            return Notebook(cname, NotebookArgs(manifests, self._secret(w.token_config_key), p, deps), opts)
+        return BatchJob(cname, BatchJobArgs(manifests, p, deps), opts)
+

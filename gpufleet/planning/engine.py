@@ -1,0 +1,107 @@
+"""Run the stack's Pulumi program in-process under Pulumi's mock engine (no CLI, no cluster, no cloud).
+
+The program is the same `gpufleet.program.build` that `pulumi up` runs; the mock monitor records every
+registration (type, name, parent, inputs) so the plan shows exactly what `pulumi up` would create.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pulumi
+import pulumi.runtime
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+from gpufleet.config.loading import NAMESPACE, SECRET_PLACEHOLDER, LoadedStack
+
+SECRET_SIG = rpc._special_secret_sig  # "1b47061264138c4ac30d75fd1eb44270"
+SIG_KEY = rpc._special_sig_key
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+#: Invoke token -> function(args) -> result, for provider functions the program calls (e.g. AKS credentials).
+INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass
+class PlannedResource:
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    inputs: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    stack: str
+    project: str
+    resources: list[PlannedResource] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def by_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def get(self, type_: str, name: str) -> PlannedResource:
+        matches = [r for r in self.resources if r.type == type_ and r.name == name]
+        if not matches:
+            raise KeyError(f"no {type_} named {name} in the plan")
+        return matches[0]
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi_mocks.MockCallArgs):
+        handler = INVOKES.get(args.token)
+        return handler(dict(args.args)) if handler else {}
+
+
+class _RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, also recording each registration's parent and raw inputs."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks):
+        super().__init__(mocks)
+        self.registrations: list[PlannedResource] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True) if request.type != STACK_TYPE else {}
+        self.registrations.append(PlannedResource(
+            urn=response.urn, type=request.type, name=request.name, parent=request.parent or None,
+            custom=bool(request.custom), inputs=inputs))
+        return response
+
+
+def run_program(loaded: LoadedStack, program: Callable[[], Any] | None = None, preview: bool = True,
+                project: str = "gpufleet") -> Plan:
+    """Run `program` (default: gpufleet.program.build on the loaded config) under mocks; return the plan."""
+    from gpufleet import program as gpufleet_program
+
+    config = dict(loaded.pulumi_config)
+    secret_keys = list(loaded.secret_keys)
+    for w in loaded.config.workloads:  # missing notebook tokens: plan with a placeholder (warned by the loader)
+        key = getattr(w, "token_config_key", None)
+        if key and f"{NAMESPACE}:{key}" not in config:
+            config[f"{NAMESPACE}:{key}"] = SECRET_PLACEHOLDER
+            secret_keys.append(f"{NAMESPACE}:{key}")
+    pulumi.runtime.set_all_config(config, secret_keys)
+    monitor = _RecordingMonitor(_Mocks())
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=loaded.name, preview=preview, monitor=monitor)
+    pulumi_mocks.SETTINGS.rpc_manager.clear()
+    pulumi_mocks.SETTINGS.outputs.clear()
+
+    def body():
+        if program is not None:
+            program()
+        else:
+            gpufleet_program.build(loaded.config)
+
+    pulumi_mocks._sync_await(pulumi.runtime.stack.run_pulumi_func(body))
+    plan = Plan(stack=loaded.name, project=project, warnings=list(loaded.warnings))
+    plan.resources = sorted(monitor.registrations, key=lambda r: r.urn)
+    return plan

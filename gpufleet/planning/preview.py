@@ -1,0 +1,48 @@
+"""Print a plan the way `pulumi preview` shows an update: a tree of type and name, then the counts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from gpufleet.planning.engine import STACK_TYPE, Plan
+
+
+def preview_table(plan: Plan) -> Table:
+    children: dict[str | None, list] = defaultdict(list)
+    for r in plan.resources:
+        children[r.parent].append(r)
+    table = Table(box=None, show_edge=False, pad_edge=False, title=None)
+    table.add_column(" ", no_wrap=True)
+    table.add_column("Type", no_wrap=True)
+    table.add_column("Name", no_wrap=True)
+    table.add_column("Plan", no_wrap=True)
+
+    def walk(parent: str | None, prefix: str) -> None:
+        kids = sorted(children.get(parent, []), key=lambda r: (r.type, r.name))
+        for i, r in enumerate(kids):
+            last = i == len(kids) - 1
+            branch = "" if parent is None else ("└─ " if last else "├─ ")
+            table.add_row("+", prefix + branch + r.type, r.name, "create")
+            walk(r.urn, prefix + ("" if parent is None else ("   " if last else "│  ")))
+
+    roots = [r for r in plan.resources if r.parent is None or r.parent not in {x.urn for x in plan.resources}]
+    stack_root = next((r for r in roots if r.type == STACK_TYPE), None)
+    if stack_root is not None:
+        walk(None, "")
+    else:
+        for r in roots:
+            children[None].append(r)
+        walk(None, "")
+    return table
+
+
+def print_preview(plan: Plan, console: Console | None = None) -> None:
+    console = console or Console(highlight=False, soft_wrap=True, width=200)
+    console.print(f"Previewing update ({plan.stack}):")
+    console.print(preview_table(plan))
+    created = len([r for r in plan.resources if r.type != STACK_TYPE])
+    console.print("Resources:")
+    console.print(f"    + {created} to create")

@@ -1,0 +1,163 @@
+"""Values and ConfigMaps of the GPU stack itself: gpu-operator, device plugin, sharing, MIG geometry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import yaml
+
+from gpufleet.config.stack import StackConfig
+from gpufleet.nvidia import versions
+from gpufleet.render.labels import (
+    CONFIG_HASH_ANNOTATION,
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    MIG_CONFIG_LABEL,
+    MIG_CONFIGMAP,
+    SHARING_CONFIGMAP,
+    standard_labels,
+)
+
+NO_SHARING = "no-sharing"
+
+
+def _yaml(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def stack_namespace(cfg: StackConfig) -> str:
+    """Namespace of the GPU stack's release and its ConfigMaps."""
+    return cfg.operator.namespace if cfg.mode == "operator" else cfg.device_plugin.namespace
+
+
+def sharing_config_data(cfg: StackConfig) -> dict[str, str]:
+    """The device plugin's named configs (`version: v1` documents), one ConfigMap key per profile.
+
+    Empty when no sharing profile is declared (then no ConfigMap is created).
+    """
+    dp = cfg.device_plugin
+    if not dp.sharing_profiles:
+        return {}
+    flags = {"migStrategy": dp.mig_strategy}
+    data: dict[str, str] = {}
+    if dp.default_sharing is None:
+        data[NO_SHARING] = _yaml({"version": versions.DEVICE_PLUGIN_CONFIG_VERSION, "flags": flags})
+    for name in sorted(dp.sharing_profiles):
+        prof = dp.sharing_profiles[name]
+        block: dict[str, Any] = {"renameByDefault": prof.rename_by_default}
+        if prof.fail_requests_greater_than_one is not None:
+            block["failRequestsGreaterThanOne"] = prof.fail_requests_greater_than_one
+        block["resources"] = [{"name": r.name, "replicas": r.replicas} for r in prof.shared_resources()]
+        data[name] = _yaml({"version": versions.DEVICE_PLUGIN_CONFIG_VERSION, "flags": flags,
+                            "sharing": {prof.strategy: block}})
+    return data
+
+
+def default_sharing_key(cfg: StackConfig) -> str:
+    return cfg.device_plugin.default_sharing or NO_SHARING
+
+
+def mig_geometries_in_use(cfg: StackConfig) -> bool:
+    return bool(cfg.mig.geometries) or any(p.mig_geometry for p in cfg.node_pools)
+
+
+def mig_config_data(cfg: StackConfig) -> dict[str, str]:
+    """The mig-parted `version: v1` document under key `config.yaml` (what mig-manager mounts)."""
+    configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for name in sorted(cfg.mig.geometries):
+        configs[name] = [g.model_dump(by_alias=True, exclude_none=True) for g in cfg.mig.geometries[name]]
+        for entry in configs[name]:
+            if not entry["mig-enabled"]:
+                entry.pop("mig-devices", None)
+    return {"config.yaml": _yaml({"version": versions.MIG_PARTED_CONFIG_VERSION, "mig-configs": configs})}
+
+
+def config_hash(cfg: StackConfig) -> str:
+    """Changes whenever a ConfigMap the GPU daemons read changes (the operator does not watch them)."""
+    blob = json.dumps([sharing_config_data(cfg), mig_config_data(cfg) if mig_geometries_in_use(cfg) else {}],
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def configmap(name: str, namespace: str, data: dict[str, str], component: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": standard_labels(name, component)},
+            "data": data}
+
+
+def sharing_configmap(cfg: StackConfig) -> dict[str, Any] | None:
+    data = sharing_config_data(cfg)
+    return configmap(SHARING_CONFIGMAP, stack_namespace(cfg), data, "device-plugin-config") if data else None
+
+
+def mig_configmap(cfg: StackConfig) -> dict[str, Any] | None:
+    if not mig_geometries_in_use(cfg):
+        return None
+    return configmap(MIG_CONFIGMAP, stack_namespace(cfg), mig_config_data(cfg), "mig-config")
+
+
+def operator_values(cfg: StackConfig) -> dict[str, Any]:
+    """gpu-operator chart values. Every key exists in the pinned chart's values.yaml (a test checks it)."""
+    op = cfg.operator
+    values: dict[str, Any] = {}
+    driver: dict[str, Any] = {"enabled": op.driver.enabled}
+    if op.driver.enabled:
+        driver["version"] = op.driver.version
+    else:
+        driver["nvidiaDriverCRD"] = {"enabled": False}
+    values["driver"] = driver
+    toolkit: dict[str, Any] = {"enabled": op.toolkit.enabled}
+    env = cfg.cluster.runtime.toolkit_env()
+    if op.toolkit.enabled and env:
+        toolkit["env"] = env
+    values["toolkit"] = toolkit
+    values["operator"] = {"runtimeClass": cfg.cluster.runtime.runtime_class}
+    values["cdi"] = {"enabled": op.cdi}
+    values["nfd"] = {"enabled": op.nfd}
+    values["mig"] = {"strategy": cfg.device_plugin.mig_strategy}
+    if sharing_config_data(cfg):
+        values["devicePlugin"] = {"config": {"create": False, "name": SHARING_CONFIGMAP,
+                                             "default": default_sharing_key(cfg)}}
+    mig_manager: dict[str, Any] = {"enabled": mig_geometries_in_use(cfg)}
+    if mig_geometries_in_use(cfg):
+        mig_manager["config"] = {"create": False, "name": MIG_CONFIGMAP, "default": cfg.mig.default}
+    values["migManager"] = mig_manager
+    values["dcgmExporter"] = {"enabled": op.dcgm_exporter.enabled,
+                              "serviceMonitor": {"enabled": op.dcgm_exporter.service_monitor}}
+    if not op.validator.with_workload:
+        values["validator"] = {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
+    if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
+        values["daemonsets"] = {"annotations": {CONFIG_HASH_ANNOTATION: config_hash(cfg)}}
+    return values
+
+
+def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
+    """nvidia-device-plugin chart values (standalone mode): the plugin, GFD and NFD in one release."""
+    dp = cfg.device_plugin
+    values: dict[str, Any] = {}
+    if dp.mig_strategy != "none":
+        values["migStrategy"] = dp.mig_strategy
+    if sharing_config_data(cfg):
+        values["config"] = {"name": SHARING_CONFIGMAP, "default": default_sharing_key(cfg)}
+    values["gfd"] = {"enabled": dp.gfd}
+    if not dp.nfd:
+        values["nfd"] = {"enabled": False}
+    if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
+        values["podAnnotations"] = {CONFIG_HASH_ANNOTATION: config_hash(cfg)}
+    return values
+
+
+def node_labels(cfg: StackConfig) -> dict[str, dict[str, str]]:
+    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection)."""
+    out: dict[str, dict[str, str]] = {}
+    for pool in cfg.node_pools:
+        labels: dict[str, str] = {}
+        if pool.sharing:
+            labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
+        if pool.mig_geometry:
+            labels[MIG_CONFIG_LABEL] = pool.mig_geometry
+        if labels:
+            for node in pool.nodes:
+                out[node] = labels
+    return out
