@@ -27,7 +27,7 @@ plan: setup
 	$(BIN)/gpufleet plan --stack $(STACK) --out build/plan-$(STACK)
 
 test: setup-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python bench/plan_bench.py
