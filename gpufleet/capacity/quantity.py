@@ -45,10 +45,18 @@ def parse(value: object) -> Decimal:
 
 def to_units(resource: str, value: object) -> int:
     """The integer the scheduler compares: MilliValue for cpu, Value (rounded up) for the rest."""
-    q = parse(value)
-    if resource == CPU:
-        return math.ceil(q * 1000)
-    return math.ceil(q)
+    if isinstance(value, str):
+        return _units_of_text(resource == CPU, value)
+    return _units(resource == CPU, parse(value))
+
+
+@lru_cache(maxsize=8192)
+def _units_of_text(is_cpu: bool, text: str) -> int:
+    return _units(is_cpu, parse(text))
+
+
+def _units(is_cpu: bool, q: Decimal) -> int:
+    return math.ceil(q * 1000) if is_cpu else math.ceil(q)
 
 
 def milli(value: object) -> int:
