@@ -43,12 +43,13 @@ class GpuStack(pulumi.ComponentResource):
         self.gpu_stack_ready: list[pulumi.Resource] = []
         if cfg.mode != "platform-managed":
             self._gpu_stack(name, cfg, p)
+        labels = r.node_labels(cfg) if cfg.mode != "platform-managed" else {}
         self.node_labels = [
             NodePoolLabels(f"{name}-{pool.name}-labels",
-                           NodePoolLabelsArgs({n: l for n, l in r.node_labels(cfg).items() if n in pool.nodes}, p),
+                           NodePoolLabelsArgs({n: labels[n] for n in pool.nodes if n in labels}, p),
                            pulumi.ResourceOptions(parent=self))
             for pool in cfg.node_pools
-            if cfg.mode != "platform-managed" and any(n in r.node_labels(cfg) for n in pool.nodes)
+            if any(n in labels for n in pool.nodes)
         ]
         self.namespaces = {
             ns: from_manifest(f"{name}-ns-{ns}", namespace(ns), child_opts(self, p)) for ns in cfg.namespaces()
@@ -85,14 +86,14 @@ class GpuStack(pulumi.ComponentResource):
                 GpuOperatorArgs(ns_name, r.operator_values(cfg), cfg.operator.chart_version,
                                 cfg.operator.timeout_seconds, p, configs),
                 pulumi.ResourceOptions(parent=self))
-            self.gpu_stack_ready = [self.operator]
+            self.gpu_stack_ready = [self.operator.release]
         else:
             self.device_plugin = DevicePlugin(
                 f"{name}-device-plugin",
                 DevicePluginArgs(ns_name, r.device_plugin_values(cfg), cfg.device_plugin.chart_version,
                                  provider=p, depends_on=configs),
                 pulumi.ResourceOptions(parent=self))
-            self.gpu_stack_ready = [self.device_plugin]
+            self.gpu_stack_ready = [self.device_plugin.release]
 
     def _workload(self, name: str, cfg: StackConfig, w, p):
         manifests = workload_objects(cfg, w)

@@ -22,7 +22,7 @@ app.command("validate")(validate.command)
 def main() -> None:
     """Console entry point: expected failures become their exit code and a message, never a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)
         sys.exit(e.exit_code)
@@ -37,3 +37,4 @@ def main() -> None:
             e.show()
             sys.exit(2)
         raise
+    sys.exit(code or 0)
