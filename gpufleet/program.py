@@ -49,9 +49,24 @@ def build(cfg: StackConfig, name: str | None = None):
     from components.gpu_stack import GpuStack, GpuStackArgs
 
     config = pulumi.Config(NAMESPACE)
-    stack = GpuStack(name or pulumi.get_stack(), GpuStackArgs(cfg, secret=config.require_secret))
+    name = name or pulumi.get_stack()
+    provider = _aks_provider(cfg, name) if cfg.cluster.aks is not None else None
+    stack = GpuStack(name, GpuStackArgs(cfg, secret=config.require_secret, provider=provider))
     pulumi.export("endpoints", stack.endpoints)
     return stack
+
+
+def _aks_provider(cfg: StackConfig, name: str):
+    """Create the AKS cluster and its GPU pools; return the Kubernetes provider fed by its kubeconfig."""
+    from components.aks_cluster import AksCluster, AksClusterArgs
+    from gpufleet.render.aks import gpu_agent_pools, system_agent_pool
+
+    aks = cfg.cluster.aks
+    cluster = AksCluster(f"{name}-aks", AksClusterArgs(aks, aks.cluster_name or f"{name}-aks",
+                                                       system_agent_pool(aks), gpu_agent_pools(cfg)))
+    pulumi.export("aksClusterName", cluster.cluster.name)
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+    return cluster.provider
 
 
 def run() -> None:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.aks import AksConfig
 from gpufleet.nvidia.runtime_presets import PRESETS
 
 RuntimePresetName = Literal["containerd", "k3s", "rke2", "microk8s"]
@@ -49,7 +50,8 @@ class RuntimeConfig(Model):
 
 
 class ClusterConfig(Model):
-    """An existing cluster. Without kubeconfig, Pulumi's ambient kubeconfig (KUBECONFIG) is used."""
+    """The cluster: an existing one (kubeconfig/context; without them Pulumi's ambient KUBECONFIG is used),
+    or one this stack creates (`aks`)."""
 
     kubeconfig: str | None = None
     """Path of the kubeconfig file. Defaults to the Kubernetes provider's own lookup."""
@@ -62,3 +64,6 @@ class ClusterConfig(Model):
     Kubernetes): then GPU pods tolerate `nvidia.com/gpu` taints automatically."""
     kubernetes_version: str = "1.34"
     """Kubernetes version the manifests are validated against."""
+    aks: AksConfig | None = None
+    """Create an AKS cluster with GPU node pools and deploy onto it (docs/aks.md). Unset: use an existing
+    cluster. Excludes kubeconfig and context."""

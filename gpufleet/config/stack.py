@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gpufleet.config._base import Model
+from gpufleet.config.aks import GpuPool
 from gpufleet.config.cluster import ClusterConfig
 from gpufleet.config.device_plugin import DevicePluginConfig
 from gpufleet.config.mig import MigConfig, MigDeviceGroup
@@ -14,6 +15,7 @@ from gpufleet.config.node_pools import NodePool
 from gpufleet.config.operator import OperatorConfig
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Workload
 from gpufleet.errors import ConfigIssue
+from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.nvidia.mig_profiles import TABLES, check_geometry
 from gpufleet.nvidia.products import PRODUCTS, GpuProduct, find_product
 
@@ -39,6 +41,26 @@ class StackConfig(Model):
     node_pools: list[NodePool] = Field(default_factory=list)
     workloads: list[Workload] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _with_aks_pools(self):
+        """Each `cluster.aks.gpuPools` entry is a node pool: append the derived entries to `node_pools`.
+
+        Idempotent (a dumped and re-read config keeps one copy). An explicit node pool of the same name
+        stays as written; validate_references reports the clash.
+        """
+        if self.cluster.aks is None:
+            return self
+        names = {p.name for p in self.node_pools}
+        derived = [g.node_pool() for g in self.cluster.aks.gpu_pools if g.name not in names]
+        if derived:
+            object.__setattr__(self, "node_pools", [*self.node_pools, *derived])
+        return self
+
+    def aks_pool(self, pool: NodePool) -> tuple[int, GpuPool] | None:
+        """The AKS GPU pool (index, config) a node pool was derived from; None for other pools."""
+        found = self.cluster.aks.gpu_pool(pool.name) if self.cluster.aks is not None else None
+        return found if found is not None and found[1].node_pool() == pool else None
+
     def pool(self, name: str | None) -> NodePool | None:
         return next((p for p in self.node_pools if p.name == name), None)
 
@@ -54,6 +76,11 @@ class StackConfig(Model):
 
     def mig_profiles_of_pool(self, pool: NodePool) -> dict[str, int]:
         """MIG instances per node of a pool (profile -> count over all its GPUs)."""
+        aks = self.aks_pool(pool)
+        if aks is not None and aks[1].gpu_instance_profile is not None:
+            product = find_product(pool.gpu.product)
+            profile = aks_mig_profile(product, aks[1].gpu_instance_profile) if product else None
+            return {profile.name: profile.max_count * pool.gpu.count} if profile else {}
         groups = self.geometry(pool.mig_geometry) or []
         counts: dict[str, int] = {}
         for group in groups:
@@ -91,6 +118,10 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues += _check_device_plugin(cfg)
     issues += _check_node_pools(cfg)
     issues += _check_workloads(cfg)
+    if cfg.cluster.aks is not None:
+        from gpufleet.config.aks_rules import check_aks
+
+        issues += check_aks(cfg)
     return issues
 
 
@@ -136,9 +167,9 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
             issues.append(ConfigIssue(_p("nodePools", i, "gpu", "product"),
                                       f"'{pool.gpu.product}' is not a known GPU product; allowed: {', '.join(PRODUCTS)}"))
         if pool.sharing is not None and pool.sharing not in cfg.device_plugin.sharing_profiles:
-            issues.append(ConfigIssue(_p("nodePools", i, "sharing"), f"'{pool.sharing}' is not a sharing profile; "
+            issues.append(ConfigIssue(_pool_p(cfg, i, "sharing"), f"'{pool.sharing}' is not a sharing profile; "
                                       f"allowed: {', '.join(sorted(cfg.device_plugin.sharing_profiles)) or '(none defined)'}"))
-        if (pool.sharing or pool.mig_geometry) and not pool.nodes and not _labels_applied_elsewhere(cfg):
+        if (pool.sharing or pool.mig_geometry) and not pool.nodes and not _labels_applied_elsewhere(cfg, pool):
             issues.append(ConfigIssue(_p("nodePools", i, "nodes"),
                                       "list the pool's node names: gpufleet labels them with "
                                       "nvidia.com/device-plugin.config / nvidia.com/mig.config"))
@@ -150,13 +181,23 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
     return issues
 
 
-def _labels_applied_elsewhere(cfg: StackConfig) -> bool:
-    """Hook for cluster back-ends (AKS) that label nodes through the node pool itself."""
-    return False
+def _labels_applied_elsewhere(cfg: StackConfig, pool: NodePool) -> bool:
+    """Cluster back-ends that label nodes through the node pool itself: AKS pools get the sharing/MIG
+    selection labels as agent pool `nodeLabels` (gpufleet.render.aks)."""
+    return cfg.aks_pool(pool) is not None
+
+
+def _pool_p(cfg: StackConfig, i: int, *rest: object) -> str:
+    """YAML path of a node pool field; for a pool derived from cluster.aks.gpuPools, the AKS pool's field."""
+    aks = cfg.aks_pool(cfg.node_pools[i])
+    if aks is None:
+        return _p("nodePools", i, *rest)
+    rest = ("vmSize",) if rest[:1] == ("gpu",) else rest
+    return _p("cluster", "aks", "gpuPools", aks[0], *rest)
 
 
 def _check_pool_geometry(cfg: StackConfig, i: int, pool: NodePool, product: GpuProduct | None) -> list[ConfigIssue]:
-    path = _p("nodePools", i, "migGeometry")
+    path = _pool_p(cfg, i, "migGeometry")
     groups = cfg.geometry(pool.mig_geometry)
     if groups is None:
         allowed = ", ".join([*BUILTIN_GEOMETRIES, *sorted(cfg.mig.geometries)])
@@ -194,7 +235,7 @@ def _check_pool_geometry(cfg: StackConfig, i: int, pool: NodePool, product: GpuP
 def _check_pool_sharing(cfg, i, pool, product, sharing) -> list[ConfigIssue]:
     issues = []
     name = pool.sharing or cfg.device_plugin.default_sharing
-    path = _p("nodePools", i, "sharing") if pool.sharing else _p("devicePlugin", "defaultSharing")
+    path = _pool_p(cfg, i, "sharing") if pool.sharing else _p("devicePlugin", "defaultSharing")
     if sharing.strategy == "mps":
         if cfg.mig_profiles_of_pool(pool):
             issues.append(ConfigIssue(path, f"MPS profile '{name}' on a pool with MIG geometry '{pool.mig_geometry}': "

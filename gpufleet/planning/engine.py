@@ -6,6 +6,7 @@ registration (type, name, parent, inputs) so the plan shows exactly what `pulumi
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -20,8 +21,38 @@ SECRET_SIG = rpc._special_secret_sig  # "1b47061264138c4ac30d75fd1eb44270"
 SIG_KEY = rpc._special_sig_key
 STACK_TYPE = "pulumi:pulumi:Stack"
 
+#: A kubeconfig for clusters that exist only in the plan (AKS credentials under the mock engine).
+PLAN_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: planned
+  cluster: {server: "https://planned.invalid:443"}
+contexts:
+- name: planned
+  context: {cluster: planned, user: clusterUser}
+current-context: planned
+users:
+- name: clusterUser
+  user: {token: planned}
+"""
+
+
+def _aks_user_credentials(args: dict[str, Any]) -> dict[str, Any]:
+    value = base64.b64encode(PLAN_KUBECONFIG.encode()).decode()
+    return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}
+
+
+def _resource_group(args: dict[str, Any]) -> dict[str, Any]:
+    name = args.get("resourceGroupName", "")
+    return {"name": name, "location": "[existing group's location]",
+            "id": f"/subscriptions/planned/resourceGroups/{name}"}
+
+
 #: Invoke token -> function(args) -> result, for provider functions the program calls (e.g. AKS credentials).
-INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+INVOKES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "azure-native:containerservice:listManagedClusterUserCredentials": _aks_user_credentials,
+    "azure-native:resources:getResourceGroup": _resource_group,
+}
 
 
 @dataclass
@@ -32,6 +63,10 @@ class PlannedResource:
     parent: str | None
     custom: bool
     inputs: dict[str, Any]
+    #: URNs this resource waits for (depends_on and inputs from other resources).
+    dependencies: list[str] = field(default_factory=list)
+    #: The provider reference it is created with ("" for the default provider).
+    provider: str = ""
 
 
 @dataclass
@@ -51,9 +86,21 @@ class Plan:
         return matches[0]
 
 
+#: Azure resources whose `name` output is one of their inputs (so planned names flow into later inputs).
+_AZURE_NAME_INPUTS = {
+    "azure-native:resources:ResourceGroup": "resourceGroupName",
+    "azure-native:containerservice:ManagedCluster": "resourceName",
+    "azure-native:containerservice:AgentPool": "agentPoolName",
+}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
-        return f"{args.name}-id", dict(args.inputs)
+        outputs = dict(args.inputs)
+        name_input = _AZURE_NAME_INPUTS.get(args.typ)
+        if name_input is not None:
+            outputs["name"] = args.inputs.get(name_input, args.name)
+        return f"{args.name}-id", outputs
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         handler = INVOKES.get(args.token)
@@ -72,7 +119,8 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         inputs = rpc.deserialize_properties(request.object, keep_unknowns=True) if request.type != STACK_TYPE else {}
         self.registrations.append(PlannedResource(
             urn=response.urn, type=request.type, name=request.name, parent=request.parent or None,
-            custom=bool(request.custom), inputs=inputs))
+            custom=bool(request.custom), inputs=inputs, dependencies=list(request.dependencies),
+            provider=request.provider))
         return response
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, Plan, PlannedResource
+from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
 SECRET = "[secret]"
@@ -32,7 +33,7 @@ def clean(value: Any) -> Any:
         return [clean(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if value == UNKNOWN:
+    if isinstance(value, Unknown) or value == UNKNOWN:
         return UNKNOWN_TEXT
     return value
 

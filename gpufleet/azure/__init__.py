@@ -1,0 +1,1 @@
+"""Azure facts gpufleet plans with (pure tables, no Azure SDK imports)."""

@@ -1,0 +1,81 @@
+"""What each AKS agent pool is created with: plain values the AksCluster component passes on unchanged.
+
+The selection labels that NodePatch sets on named nodes elsewhere (device plugin config, MIG config) are
+agent pool `nodeLabels` here, because AKS names its nodes itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpufleet.config.aks import AksConfig, GpuPool
+from gpufleet.config.stack import StackConfig
+from gpufleet.render.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+
+#: The operator skips mig-manager on nodes labelled with this set to "false" (AKS owns MIG there).
+MIG_MANAGER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+
+
+@dataclass(frozen=True)
+class AgentPoolSpec:
+    """One AKS agent pool, in the terms of `containerservice.AgentPool` / `ManagedClusterAgentPoolProfile`."""
+
+    name: str
+    vm_size: str
+    mode: str = "User"
+    count: int = 1
+    min_count: int | None = None
+    max_count: int | None = None
+    os_sku: str = "Ubuntu"
+    orchestrator_version: str | None = None
+    gpu_instance_profile: str | None = None
+    #: "Install" (AKS installs the NVIDIA driver) or "None" (the GPU operator does); None for CPU pools.
+    gpu_driver: str | None = None
+    node_taints: list[str] = field(default_factory=list)
+    node_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_count is not None
+
+
+def gpu_pool_labels(cfg: StackConfig, pool: GpuPool) -> dict[str, str]:
+    """The pool's own labels plus gpufleet's selection labels (sharing profile, MIG geometry / owner)."""
+    labels = dict(pool.labels)
+    if pool.sharing:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
+    if pool.mig_geometry:
+        labels[MIG_CONFIG_LABEL] = pool.mig_geometry
+    if pool.gpu_instance_profile and cfg.mode == "operator":
+        labels[MIG_MANAGER_DEPLOY_LABEL] = "false"
+    return labels
+
+
+def gpu_agent_pool(cfg: StackConfig, pool: GpuPool) -> AgentPoolSpec:
+    aks = cfg.cluster.aks
+    scale = pool.autoscale
+    return AgentPoolSpec(
+        name=pool.name,
+        vm_size=pool.vm_size,
+        count=scale.min_count if scale else (1 if pool.count is None else pool.count),
+        min_count=scale.min_count if scale else None,
+        max_count=scale.max_count if scale else None,
+        os_sku=pool.os_sku,
+        orchestrator_version=aks.kubernetes_version,
+        gpu_instance_profile=pool.gpu_instance_profile,
+        gpu_driver="None" if pool.driver == "operator" else "Install",
+        node_taints=list(pool.taints),
+        node_labels=gpu_pool_labels(cfg, pool),
+    )
+
+
+def system_agent_pool(aks: AksConfig) -> AgentPoolSpec:
+    sp = aks.system_pool
+    scale = sp.autoscale
+    return AgentPoolSpec(name=sp.name, vm_size=sp.vm_size, mode="System", count=sp.count,
+                         min_count=scale.min_count if scale else None, max_count=scale.max_count if scale else None,
+                         orchestrator_version=aks.kubernetes_version)
+
+
+def gpu_agent_pools(cfg: StackConfig) -> list[AgentPoolSpec]:
+    return [gpu_agent_pool(cfg, p) for p in cfg.cluster.aks.gpu_pools] if cfg.cluster.aks else []
