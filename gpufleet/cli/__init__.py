@@ -22,7 +22,10 @@ app.command("validate")(validate.command)
 def main() -> None:
     """Console entry point: expected failures become their exit code and a message, never a traceback."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns (not raises) the code of a `typer.Exit(code=N)`.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)
         sys.exit(e.exit_code)
