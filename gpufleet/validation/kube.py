@@ -169,7 +169,7 @@ def expand(paths: list[Path]) -> list[Path]:
     for p in paths:
         if p.is_dir():
             files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
-        elif p.is_file():
+        elif p.exists():  # a file, or a pipe such as /dev/stdin
             files.append(p)
         else:
             raise InputError(f"{p}: no such file or directory")
