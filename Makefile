@@ -1,12 +1,13 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
+#   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev plan test bench clean
+.PHONY: setup setup-dev plan test bench clean charts
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,9 @@ setup-dev: $(VENV)/.installed-dev
 
 plan: setup
 	$(BIN)/gpufleet plan --stack $(STACK) --out build/plan-$(STACK)
+
+charts: setup
+	$(BIN)/gpufleet charts --stack $(STACK) --out charts/$(STACK)
 
 test: setup-dev
 	$(BIN)/python -m pytest -q

@@ -1,7 +1,11 @@
-"""Shared fixtures: the repo root (the Pulumi project), stack loading and offline planning."""
+"""Shared fixtures: the repo root (the Pulumi project), stack loading, offline planning, and running the
+CLI as a user does (exit codes included)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ from gpufleet.planning.engine import run_program
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_STACKS = ["dev", "mig", "k3s", "multi"]
 UPSTREAM = ROOT.parent / "shared" / "reference" / "upstream"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/helm_binary.py
 
 
 @pytest.fixture
@@ -21,8 +26,6 @@ def project_dir() -> Path:
 
 def loaded_from(sections: dict, name: str = "test") -> LoadedStack:
     """A LoadedStack built from `gpufleet:` sections (YAML spelling), as if read from Pulumi.<name>.yaml."""
-    import json
-
     cfg = parse_sections(sections, f"Pulumi.{name}.yaml")
     pulumi_config = {f"gpufleet:{k}": (v if isinstance(v, str) else json.dumps(v)) for k, v in sections.items()}
     return LoadedStack(name=name, source=f"Pulumi.{name}.yaml", config=cfg, pulumi_config=pulumi_config)
@@ -34,3 +37,30 @@ def plan_sections(sections: dict, preview: bool = True, name: str = "test"):
 
 def plan_shipped(stack: str, preview: bool = True):
     return run_program(load_stack(stack, ROOT), preview=preview)
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `gpufleet ARGS...` through its console entry point; returns exit code, stdout, stderr."""
+    from gpufleet.cli import main
+
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "argv", ["gpufleet", *map(str, args)])
+        code = 0
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

@@ -1,8 +1,35 @@
-"""`gpufleet charts` (placeholder until its issue lands)."""
+"""`gpufleet charts`: a Helm chart plus Argo CD / Flux manifests from a stack's config, for GitOps teams."""
 
-from gpufleet.errors import GpufleetError
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from gpufleet.charts import chart_files, write_files
+from gpufleet.config.loading import load_stack
+
+DEFAULT_GIT_URL = "https://git.example.com/your-org/gpufleet.git"
 
 
-def command() -> None:
-    """Not available yet."""
-    raise GpufleetError("gpufleet charts is not available yet")
+def _repo_path(out: Path) -> str:
+    """Where `out` lies inside the repository (relative to the current directory when it can be)."""
+    path = Path(os.path.relpath(out.resolve(), Path.cwd())) if out.is_absolute() else out
+    return path.as_posix().strip("/")
+
+
+def command(
+    stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
+    out: Path = typer.Option(..., "--out", help="Directory to write the chart, upstream values and GitOps files to."),
+    project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
+    git_url: str = typer.Option(DEFAULT_GIT_URL, "--git-url", help="Git repository Argo CD / Flux read the chart from."),
+    revision: str = typer.Option("main", "--revision", help="Branch Argo CD / Flux follow."),
+) -> None:
+    """Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."""
+    loaded = load_stack(stack, project_dir)
+    for warning in loaded.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    files = chart_files(loaded.config, stack, _repo_path(out), git_url, revision)
+    written = write_files(files, out)
+    typer.echo(f"Wrote {len(written)} files under {out}")

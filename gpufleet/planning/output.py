@@ -27,7 +27,7 @@ def clean(value: Any) -> Any:
     """Plain JSON data: secrets masked, unknowns marked, integral floats as ints (gRPC sends floats)."""
     if isinstance(value, dict):
         if value.get(SIG_KEY) == SECRET_SIG:
-            return SECRET
+            return _mask(value.get("value"))
         return {k: clean(v) for k, v in sorted(value.items())}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
@@ -36,6 +36,15 @@ def clean(value: Any) -> Any:
     if isinstance(value, Unknown) or value == UNKNOWN:
         return UNKNOWN_TEXT
     return value
+
+
+def _mask(value: Any) -> Any:
+    """A secret keeps its shape (so a Secret's stringData stays a mapping and schema-valid), not its values."""
+    if isinstance(value, dict) and value.get(SIG_KEY) != SECRET_SIG:
+        return {k: _mask(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [_mask(v) for v in value]
+    return SECRET
 
 
 def plan_document(plan: Plan) -> dict[str, Any]:
