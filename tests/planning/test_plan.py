@@ -110,7 +110,7 @@ def test_plan_out_writes_plan_json_and_one_manifest_per_kubernetes_resource(tmp_
 def test_plan_output_masks_secrets(tmp_path):
     write_plan(plan_shipped("dev"), tmp_path / "out")
     secret = yaml.safe_load((tmp_path / "out/manifests/myasetest1/secret-tf-notebook-token.yaml").read_text())
-    assert secret["stringData"] == "[secret]"
+    assert secret["stringData"] == {"token": "[secret]"}
     token_value = "[secret]"
     assert token_value in (tmp_path / "out" / "plan.json").read_text()
 
