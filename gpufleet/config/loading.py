@@ -15,11 +15,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpufleet.config._paths import NAMESPACE, yaml_path
 from gpufleet.config.stack import SECTION_KEYS, StackConfig, validate_references
 from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
-NAMESPACE = "gpufleet"
 SECRET_PLACEHOLDER = "[secret]"
 _UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-)")
 
@@ -114,15 +114,7 @@ def _clean_loc(loc: tuple) -> list:
 
 
 def render_path(parts: list) -> str:
-    out = f"{NAMESPACE}:"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif out.endswith(":"):
-            out += str(part)
-        else:
-            out += f".{part}"
-    return out
+    return yaml_path(*parts)
 
 
 def _issue_from_pydantic(err: dict) -> ConfigIssue:

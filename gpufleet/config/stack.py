@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from gpufleet.config._base import Model
+from gpufleet.config._paths import yaml_path
 from gpufleet.config.aks import GpuPool
 from gpufleet.config.cluster import ClusterConfig
 from gpufleet.config.device_plugin import DevicePluginConfig
@@ -99,17 +100,7 @@ class StackConfig(Model):
         return sorted({w.namespace for w in self.workloads} - {"default"})
 
 
-def _p(*parts: object) -> str:
-    """Render a YAML path: _p('workloads', 1, 'gpu') -> gpufleet:workloads[1].gpu."""
-    out = "gpufleet:"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif out.endswith(":"):
-            out += str(part)
-        else:
-            out += f".{part}"
-    return out
+_p = yaml_path
 
 
 def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
