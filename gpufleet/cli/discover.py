@@ -1,8 +1,56 @@
-"""`gpufleet discover` (placeholder until its issue lands)."""
+"""`gpufleet discover`: write the capacity model (capacity.json) from a cluster, kubectl files or NVML."""
 
-from gpufleet.errors import GpufleetError
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpufleet.capacity.kubectl import capacity_from_cluster
+from gpufleet.capacity.model import Capacity
+from gpufleet.capacity.nvml import capacity_from_nvml
+from gpufleet.discovery.kubernetes import ClusterSource, FileCluster, KubeconfigCluster
+from gpufleet.discovery.nvml import GpuInventory, NvmlInventory
+from gpufleet.errors import GpufleetError, InputError
 
 
-def command() -> None:
-    """Not available yet."""
-    raise GpufleetError("gpufleet discover is not available yet")
+def discover(*, kubeconfig: Path | None = None, context: str | None = None, nodes: Path | None = None,
+             pods: Path | None = None, nvml: bool = False, cluster: ClusterSource | None = None,
+             inventory: GpuInventory | None = None) -> Capacity:
+    """Pick the one source asked for. `cluster` / `inventory` replace the real ones (tests)."""
+    chosen = [s for s, on in (("--kubeconfig", kubeconfig), ("--nodes", nodes), ("--nvml", nvml)) if on]
+    if len(chosen) != 1:
+        raise InputError("choose exactly one source: --kubeconfig PATH, --nodes FILE or --nvml"
+                         + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if pods is not None and nodes is None:
+        raise InputError("--pods goes with --nodes")
+    if nvml:
+        return capacity_from_nvml(inventory or NvmlInventory(), socket.gethostname())
+    if nodes is not None:
+        return capacity_from_cluster(cluster or FileCluster(nodes, pods), "kubectl")
+    return capacity_from_cluster(cluster or KubeconfigCluster(kubeconfig, context), "kubernetes")
+
+
+def command(
+    out: Annotated[Path, typer.Option("--out", help="Where to write capacity.json.")],
+    kubeconfig: Annotated[Optional[Path], typer.Option("--kubeconfig", help="Read a live cluster.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context.")] = None,
+    nodes: Annotated[Optional[Path], typer.Option("--nodes", help="`kubectl get nodes -o json` output.")] = None,
+    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    nvml: Annotated[bool, typer.Option("--nvml", help="Read this machine's GPUs through NVML.")] = False,
+) -> None:
+    """Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."""
+    try:
+        cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml)
+        out.write_text(json.dumps(cap.to_json(), indent=2) + "\n")
+    except GpufleetError as e:
+        print(str(e).splitlines()[0], file=sys.stderr)
+        raise SystemExit(2) from e
+    except OSError as e:
+        print(f"{out}: cannot write: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+    print(f"{out}: {len(cap.nodes)} node(s), {len(cap.pods)} bound pod(s) from {cap.source}")

@@ -1,0 +1,101 @@
+"""The capacity model: nodes as the scheduler sees them, and the pods already bound to them.
+
+Quantities are integers in the units the scheduler compares: `cpu` in millicores, memory and
+ephemeral-storage in bytes, `pods` and extended resources (nvidia.com/gpu, ...) in units.
+The JSON form (capacity.json) is described in docs/capacity.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufleet.discovery.types import GpuFacts
+from gpufleet.errors import InputError
+
+FORMAT = "gpufleet.io/capacity/v1"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
+@dataclass
+class Node:
+    """One node: identity, scheduling facts, allocatable and (optionally) what NVML saw on it."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: dict[str, int] = field(default_factory=dict)
+    capacity: dict[str, int] = field(default_factory=dict)
+    unknown: frozenset[str] = frozenset()
+    """Resources whose allocatable is not known (planned nodes without cpu/memory): not checked."""
+    container_runtime: str = ""
+    kubelet_version: str = ""
+    gpus: GpuFacts | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "labels": self.labels, "taints": [t.to_json() for t in self.taints],
+            "unschedulable": self.unschedulable, "allocatable": self.allocatable, "capacity": self.capacity,
+            "unknown": sorted(self.unknown), "containerRuntime": self.container_runtime,
+            "kubeletVersion": self.kubelet_version, "gpus": self.gpus.to_json() if self.gpus else None,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Node":
+        return cls(
+            name=doc["name"], labels=dict(doc.get("labels") or {}),
+            taints=tuple(Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule")) for t in doc.get("taints") or []),
+            unschedulable=bool(doc.get("unschedulable", False)),
+            allocatable={k: int(v) for k, v in (doc.get("allocatable") or {}).items()},
+            capacity={k: int(v) for k, v in (doc.get("capacity") or {}).items()},
+            unknown=frozenset(doc.get("unknown") or ()), container_runtime=doc.get("containerRuntime", ""),
+            kubelet_version=doc.get("kubeletVersion", ""),
+            gpus=GpuFacts.from_json(doc["gpus"]) if doc.get("gpus") else None,
+        )
+
+
+@dataclass(frozen=True)
+class BoundPod:
+    """A non-terminal pod bound to a node, with its effective request."""
+
+    namespace: str
+    name: str
+    node: str
+    requests: dict[str, int]
+
+    def to_json(self) -> dict:
+        return {"namespace": self.namespace, "name": self.name, "node": self.node, "requests": self.requests}
+
+
+@dataclass
+class Capacity:
+    """Everything a check needs: the nodes and the pods that already use them."""
+
+    source: str
+    nodes: list[Node]
+    pods: list[BoundPod] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
+                "pods": [p.to_json() for p in self.pods]}
+
+    @classmethod
+    def from_json(cls, doc: dict, origin: str = "capacity.json") -> "Capacity":
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise InputError(f"{origin}: not a capacity file (expected \"format\": \"{FORMAT}\")")
+        try:
+            return cls(doc.get("source", ""), [Node.from_json(n) for n in doc.get("nodes", [])],
+                       [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()})
+                        for p in doc.get("pods", [])])
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{origin}: malformed capacity file: {e}") from e

@@ -1,0 +1,113 @@
+"""Planned capacity: the nodes a stack declares, with what the device plugin will advertise once it applies.
+
+- Whole GPUs: `nvidia.com/gpu` = GPUs per node.
+- MIG, single strategy: `nvidia.com/gpu` = MIG instances per node. Mixed: `nvidia.com/mig-<profile>`
+  per profile, plus `nvidia.com/gpu` for GPUs left with MIG off. Strategy none: the GPUs stay whole.
+- Sharing (time-slicing or MPS): each shared resource is multiplied by its replicas, and advertised as
+  `<name>.shared` with renameByDefault.
+- Pool `resources` give cpu, memory, ephemeral-storage and pods; cpu/memory/ephemeral-storage left
+  unset are unknown and not checked (`Node.unknown`).
+"""
+
+from __future__ import annotations
+
+from gpufleet.capacity.model import Capacity, Node, Taint
+from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, to_units
+from gpufleet.config.node_pools import NodePool
+from gpufleet.config.stack import StackConfig
+from gpufleet.nvidia.mig_profiles import resource_name
+from gpufleet.nvidia.products import find_product
+from gpufleet.nvidia.sharing import GPU, shared_name
+
+
+def _whole_gpus_left(cfg: StackConfig, pool: NodePool) -> int:
+    """GPUs of a node that no MIG-enabled geometry entry covers."""
+    covered = 0
+    for group in cfg.geometry(pool.mig_geometry) or []:
+        if group.mig_enabled:
+            covered += pool.gpu.count if group.devices == "all" else len(group.devices)
+    return max(pool.gpu.count - covered, 0)
+
+
+def planned_devices(cfg: StackConfig, pool: NodePool) -> dict[str, int]:
+    """Extended resources one node of the pool will advertise (before sharing)."""
+    mig = {p: n for p, n in cfg.mig_profiles_of_pool(pool).items() if n}
+    strategy = cfg.device_plugin.mig_strategy
+    if not mig or strategy == "none":
+        return {GPU: pool.gpu.count}
+    if strategy == "single":
+        return {GPU: sum(mig.values())}
+    out = {resource_name(p): n for p, n in mig.items()}
+    whole = _whole_gpus_left(cfg, pool)
+    if whole:
+        out[GPU] = whole
+    return out
+
+
+def planned_resources(cfg: StackConfig, pool: NodePool) -> dict[str, int]:
+    """Devices after sharing: replicated resources multiplied, and renamed `.shared` where asked."""
+    devices = planned_devices(cfg, pool)
+    sharing = cfg.sharing_of_pool(pool)
+    if sharing is None:
+        return devices
+    out = dict(devices)
+    for res in sharing.shared_resources():
+        if res.name in devices:
+            count = out.pop(res.name) * res.replicas
+            out[shared_name(res.name, sharing.rename_by_default)] = count
+    return out
+
+
+def _labels(cfg: StackConfig, pool: NodePool, name: str) -> dict[str, str]:
+    product = find_product(pool.gpu.product)
+    label = product.label if product else pool.gpu.product
+    sharing = cfg.sharing_of_pool(pool)
+    mig = cfg.mig_profiles_of_pool(pool)
+    single = bool(mig) and cfg.device_plugin.mig_strategy == "single"
+    count = sum(mig.values()) if single else pool.gpu.count
+    if single:
+        label += "-MIG-" + next(iter(mig))
+    if sharing is not None and not sharing.rename_by_default:
+        label += "-SHARED"
+    labels = {**pool.labels, **pool.node_selector, "kubernetes.io/hostname": name,
+              "nvidia.com/gpu.product": label, "nvidia.com/gpu.count": str(count),
+              "nvidia.com/gpu.replicas": str(sharing.replicas if sharing else 1),
+              "nvidia.com/gpu.sharing-strategy": {"mps": "mps", "timeSlicing": "time-slicing"}[sharing.strategy]
+              if sharing else "none",
+              "nvidia.com/mig.strategy": cfg.device_plugin.mig_strategy}
+    if product and not single:
+        labels["nvidia.com/gpu.memory"] = str(product.memory_mib)
+    return labels
+
+
+def _node_resources(pool: NodePool) -> tuple[dict[str, int], frozenset[str]]:
+    res = pool.resources
+    out, unknown = {PODS: res.pods}, set()
+    for name, value in ((CPU, res.cpu), (MEMORY, res.memory), (EPHEMERAL_STORAGE, res.ephemeral_storage)):
+        if value is None:
+            unknown.add(name)
+        else:
+            out[name] = to_units(name, value)
+    return out, frozenset(unknown)
+
+
+def node_names(pool: NodePool) -> list[str]:
+    """Listed node names, or `<pool>-0 .. <pool>-<count-1>` for planned pools."""
+    return list(pool.nodes) or [f"{pool.name}-{i}" for i in range(pool.node_count())]
+
+
+def capacity_from_stack(cfg: StackConfig) -> list[Node]:
+    """The stack's node pools as nodes, with the capacity they will have once this stack applies."""
+    nodes = []
+    for pool in cfg.node_pools:
+        base, unknown = _node_resources(pool)
+        allocatable = {**base, **planned_resources(cfg, pool)}
+        taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+        for name in node_names(pool):
+            nodes.append(Node(name=name, labels=_labels(cfg, pool, name), taints=taints, allocatable=dict(allocatable),
+                              capacity=dict(allocatable), unknown=unknown))
+    return nodes
+
+
+def stack_capacity(cfg: StackConfig) -> Capacity:
+    return Capacity("stack", capacity_from_stack(cfg))

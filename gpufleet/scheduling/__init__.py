@@ -1,0 +1,8 @@
+"""Will these workloads schedule? kube-scheduler's filters and the API server's validation, before deploying."""
+
+from gpufleet.scheduling.engine import check_workloads
+from gpufleet.scheduling.manifests import PodWorkload, load_manifests, workloads_of
+from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
+
+__all__ = ["check_workloads", "CheckResult", "Unschedulable", "Warning", "PodWorkload", "load_manifests",
+           "workloads_of"]

@@ -1,0 +1,145 @@
+"""kube-scheduler's filters in their order, with its exact reason strings (scheduling-rules.md 1.4-1.6).
+
+NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector + required node affinity) depend only
+on the pod and the node (`static_failure`); NodeResourcesFit depends on what is already placed
+(`fit_failures`, `fit_count`). Each node reports only its first failing filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.capacity.model import Node, Taint
+from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from gpufleet.scheduling.validation import is_extended
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+TOO_MANY_PODS = "Too many pods"
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+_FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)
+
+
+@dataclass(frozen=True)
+class PodTerms:
+    """What the placement filters read from a pod spec."""
+
+    tolerations: tuple[dict, ...]
+    node_selector: dict[str, str]
+    required_terms: tuple[dict, ...] | None
+    """nodeSelectorTerms of requiredDuringSchedulingIgnoredDuringExecution (ORed), None when absent."""
+
+
+def pod_terms(spec: dict, requests: dict[str, int], extended_resource_toleration: bool) -> PodTerms:
+    tolerations = list(spec.get("tolerations") or ())
+    if extended_resource_toleration:
+        # The ExtendedResourceToleration admission plugin: {key: <resource>, operator: Exists, effect: NoSchedule}.
+        tolerations += [{"key": r, "operator": "Exists", "effect": "NoSchedule"}
+                        for r in sorted(requests) if is_extended(r) and requests[r] > 0]
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = None if required is None else tuple(required.get("nodeSelectorTerms") or ())
+    return PodTerms(tuple(tolerations), {k: str(v) for k, v in (spec.get("nodeSelector") or {}).items()}, terms)
+
+
+def tolerates(toleration: dict, taint: Taint) -> bool:
+    """v1.Toleration.ToleratesTaint."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.effect:
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.key:
+        return False
+    op = toleration.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    return op == "Equal" and str(toleration.get("value") or "") == taint.value
+
+
+def _tolerated(terms: PodTerms, taint: Taint) -> bool:
+    return any(tolerates(t, taint) for t in terms.tolerations)
+
+
+def _requirement(expr: dict, labels: dict[str, str]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), [str(v) for v in expr.get("values") or ()]
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def _term_matches(term: dict, node: Node) -> bool:
+    exprs, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
+    if not exprs and not fields:
+        return False  # an empty term matches no objects
+    fields_view = {"metadata.name": node.name}
+    return all(_requirement(e, node.labels) for e in exprs) and all(_requirement(f, fields_view) for f in fields)
+
+
+def static_failure(node: Node, terms: PodTerms) -> str | None:
+    """The first failing filter before NodeResourcesFit, as its reason string; None when all pass."""
+    if node.unschedulable and not _tolerated(terms, UNSCHEDULABLE_TAINT):
+        return UNSCHEDULABLE
+    for taint in node.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(terms, taint):
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in terms.node_selector.items()):
+        return AFFINITY
+    if terms.required_terms is not None and not any(_term_matches(t, node) for t in terms.required_terms):
+        return AFFINITY
+    return None
+
+
+def checked_request(requests: dict[str, int], unknown: frozenset[str]) -> dict[str, int]:
+    """The dimensions NodeResourcesFit compares: positive requests, minus resources of unknown size."""
+    return {r: v for r, v in requests.items() if v > 0 and r != PODS and r not in unknown}
+
+
+def fit_failures(free: dict[str, int], pods_free: int | None, request: dict[str, int]) -> list[str]:
+    """NodeResourcesFit reasons (all failing dimensions) for one more pod on a node."""
+    reasons = []
+    if pods_free is not None and pods_free < 1:
+        reasons.append(TOO_MANY_PODS)
+    for name in _FIRST:
+        if name in request and request[name] > free.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    for name in sorted(request):
+        if name not in _FIRST and request[name] > free.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def fit_count(free: dict[str, int], pods_free: int | None, request: dict[str, int], cap: int) -> int:
+    """How many more copies of the pod fit on the node (at most `cap`): min over r of floor(free_r/req_r)."""
+    n = cap if pods_free is None else min(cap, pods_free)
+    for name, want in request.items():
+        have = free.get(name, 0)
+        if have < want:
+            return 0
+        n = min(n, have // want)
+    return max(n, 0)
+
+
+def failed_scheduling(reasons: list[str], total_nodes: int) -> str:
+    """The FailedScheduling text: `0/N nodes are available: <count> <reason>, ....` (sort.Strings order)."""
+    if total_nodes == 0:
+        return "no nodes available to schedule pods"
+    counts: dict[str, int] = {}
+    for r in reasons:
+        counts[r] = counts.get(r, 0) + 1
+    histogram = sorted(f"{n} {r}" for r, n in counts.items())
+    return f"0/{total_nodes} nodes are available: " + ", ".join(histogram) + "."

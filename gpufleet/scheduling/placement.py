@@ -1,0 +1,149 @@
+"""Free capacity per node, and placing identical pods on it.
+
+`ClusterState` holds allocatable minus the requests of bound non-terminal pods (the scheduler's
+NodeInfo.Requested). `place` puts up to R copies of a pod on eligible nodes, either packing (fill the
+tightest nodes first: what leaves most room for later pods) or spreading (one at a time on the node with
+most room: what the default LeastAllocated scoring does, GPUs ignored). `can_place_all` is an exact
+search used to prove that a set of workloads cannot fit under any placement.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Sequence
+
+from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.quantity import PODS
+from gpufleet.scheduling.filters import fit_count
+
+SEARCH_MAX_PODS = 64
+SEARCH_MAX_NODES = 32
+SEARCH_BUDGET = 200_000
+
+
+class ClusterState:
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = (), *, _copy: "ClusterState | None" = None):
+        self.nodes = list(nodes)
+        if _copy is not None:
+            self.free = [dict(f) for f in _copy.free]
+            self.pods_free = list(_copy.pods_free)
+            return
+        self.free = [dict(n.allocatable) for n in self.nodes]
+        self.pods_free: list[int | None] = [None if PODS in n.unknown else n.allocatable.get(PODS, 0) for n in self.nodes]
+        index = {n.name: i for i, n in enumerate(self.nodes)}
+        for pod in pods:
+            i = index.get(pod.node)
+            if i is None:
+                continue
+            free = self.free[i]
+            for r, v in pod.requests.items():
+                if v:
+                    free[r] = free.get(r, 0) - v
+            if self.pods_free[i] is not None:
+                self.pods_free[i] -= 1
+
+    def copy(self) -> "ClusterState":
+        return ClusterState(self.nodes, _copy=self)
+
+    def count(self, i: int, request: dict[str, int], cap: int) -> int:
+        return fit_count(self.free[i], self.pods_free[i], request, cap)
+
+    def take(self, i: int, request: dict[str, int], n: int) -> None:
+        free = self.free[i]
+        for r, v in request.items():
+            free[r] = free.get(r, 0) - v * n
+        if self.pods_free[i] is not None:
+            self.pods_free[i] -= n
+
+
+def capacity_for(state: ClusterState, eligible: Sequence[int], requests: dict[int, dict[str, int]], cap: int) -> int:
+    """Sum over eligible nodes of min_r floor(free_r / req_r): exact for identical pods, any order."""
+    total = 0
+    for i in eligible:
+        total += state.count(i, requests[i], cap)
+        if total >= cap:
+            return cap
+    return total
+
+
+def place(state: ClusterState, eligible: Sequence[int], requests: dict[int, dict[str, int]], wanted: int,
+          mode: str) -> list[tuple[int, int]]:
+    """Place up to `wanted` pods; returns [(node index, pods)] and updates the state."""
+    room = [(state.count(i, requests[i], wanted), i) for i in eligible]
+    room = [(m, i) for m, i in room if m > 0]
+    placed: dict[int, int] = {}
+    left = wanted
+    if mode == "pack":
+        for m, i in sorted(room):
+            n = min(m, left)
+            placed[i] = n
+            left -= n
+            if not left:
+                break
+    else:
+        heap = [(-m, i) for m, i in room]
+        heapq.heapify(heap)
+        while left and heap:
+            m, i = heapq.heappop(heap)
+            placed[i] = placed.get(i, 0) + 1
+            left -= 1
+            if m + 1 < 0:
+                heapq.heappush(heap, (m + 1, i))
+    for i, n in placed.items():
+        state.take(i, requests[i], n)
+    return sorted(placed.items())
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def can_place_all(state: ClusterState, groups: list[tuple[Sequence[int], dict[int, dict[str, int]], int]]) -> bool | None:
+    """Can every pod of every group (eligible nodes, per-node request, pods) be placed at once?
+
+    Exact depth-first search with memoised states; None when the instance is too large to decide.
+    """
+    nodes = sorted({i for eligible, _, _ in groups for i in eligible})
+    if sum(n for _, _, n in groups) > SEARCH_MAX_PODS or len(nodes) > SEARCH_MAX_NODES:
+        return None
+    resources = sorted({r for _, reqs, _ in groups for req in reqs.values() for r in req})
+    big = 1 << 62
+    free = {i: [state.free[i].get(r, 0) for r in resources] + [big if state.pods_free[i] is None else state.pods_free[i]]
+            for i in nodes}
+    pods = []  # (group, eligible, {node: vector})
+    for g, (eligible, reqs, n) in sorted(enumerate(groups), key=lambda e: -sum(next(iter(e[1][1].values()), {}).values())):
+        vecs = {i: [reqs[i].get(r, 0) for r in resources] + [1] for i in eligible}
+        pods += [(g, list(eligible), vecs)] * n
+    seen: set = set()
+    steps = [0]
+
+    def dfs(k: int, start: int) -> bool:
+        if k == len(pods):
+            return True
+        key = (k, start, tuple(tuple(free[i]) for i in nodes))
+        if key in seen:
+            return False
+        steps[0] += 1
+        if steps[0] > SEARCH_BUDGET:
+            raise _OutOfBudget
+        g, eligible, vecs = pods[k]
+        for pos, i in enumerate(eligible):
+            if pos < start:
+                continue
+            have, want = free[i], vecs[i]
+            if all(h >= w for h, w in zip(have, want)):
+                for j, w in enumerate(want):
+                    have[j] -= w
+                same = k + 1 < len(pods) and pods[k + 1][0] == g
+                ok = dfs(k + 1, pos if same else 0)
+                for j, w in enumerate(want):
+                    have[j] += w
+                if ok:
+                    return True
+        seen.add(key)
+        return False
+
+    try:
+        return dfs(0, 0)
+    except _OutOfBudget:
+        return None

@@ -1,0 +1,54 @@
+"""What a check found, and its JSON contract (read by other tools; see docs/capacity.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpufleet.capacity.memory_budget import MemoryProblem
+
+
+@dataclass(frozen=True)
+class Unschedulable:
+    """A workload that provably will not run: rejected by the API server, or pods left Pending."""
+
+    workload: str
+    reason: Literal["rejected", "pending"]
+    pending: int
+    message: str
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Warning:
+    """An outcome that depends on placement or order, or a device-level risk; does not fail the check."""
+
+    workload: str
+    message: str
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "message": self.message}
+
+
+@dataclass
+class CheckResult:
+    checked: list[str] = field(default_factory=list)
+    unschedulable: list[Unschedulable] = field(default_factory=list)
+    warnings: list[Warning] = field(default_factory=list)
+    memory: list[MemoryProblem] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return not self.unschedulable
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.fits else 1
+
+    def to_json(self) -> dict:
+        return {"fits": self.fits, "checked": self.checked,
+                "unschedulable": [u.to_json() for u in self.unschedulable],
+                "warnings": [w.to_json() for w in self.warnings],
+                "memoryBudget": [m.to_json() for m in self.memory]}
