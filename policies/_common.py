@@ -9,6 +9,7 @@ preview any value may be unknown; touching it raises `UnknownValueError`. Per-re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -51,7 +52,7 @@ STACK_CONFIG_PROPERTIES: dict[str, Any] = {
 def dig(value: Any, *path: str) -> Any:
     """value[path[0]][path[1]]..., or None when a step is missing or not a mapping."""
     for key in path:
-        if not isinstance(value, dict) and not hasattr(value, "get"):
+        if not isinstance(value, Mapping):
             return None
         value = value.get(key)
         if value is None:

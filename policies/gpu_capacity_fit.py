@@ -8,6 +8,7 @@ has) is checked too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
@@ -21,9 +22,9 @@ from policies._common import (
 
 def plain(value: Any) -> Any:
     """A plain copy of policy props (touching every value: an unknown one raises UnknownValueError)."""
-    if hasattr(value, "items"):
+    if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, Sequence) and not isinstance(value, str):
         return [plain(v) for v in value]
     return value
 
@@ -87,7 +88,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         from gpufleet.capacity import memory_budget
 
         for problem in memory_budget(cfg):
-            report_violation(f"GPU memory budget: {problem.message}")
+            report_violation(f"GPU memory budget: {problem.message}; expected gpu.memoryMiB within what the "
+                             "workload's GPU share has.")
 
 
 POLICY = StackValidationPolicy(

@@ -37,20 +37,20 @@ def _name_problem(res: str, strategy, rename, profiles) -> str | None:
     base = res[: -len(".shared")] if res.endswith(".shared") else res
     if res.endswith(".shared") and rename is False:
         return (f"'{res}' is advertised only when a sharing profile sets renameByDefault: true; "
-                f"request '{base}' instead")
+                f"expected '{base}'")
     if base == "nvidia.com/gpu":
         return None
     if base.startswith("nvidia.com/mig-"):
         if strategy is not None and strategy != "mixed":
             return (f"'{res}' exists only under the mixed MIG strategy (planned: {strategy}); "
-                    "request nvidia.com/gpu instead")
+                    "expected nvidia.com/gpu")
         known = _known_mig_resources(profiles)
         if base not in known:
             allowed = ", ".join(sorted(known)) or "(no MIG geometry planned)"
-            return f"'{res}' names no planned MIG profile; allowed: {allowed}"
+            return f"'{res}' names no planned MIG profile; expected one of: {allowed}"
         return None
-    return f"'{res}' is not a resource the NVIDIA device plugin advertises; allowed: nvidia.com/gpu, " \
-           "nvidia.com/gpu.shared, nvidia.com/mig-<profile>"
+    return f"'{res}' is not a resource the NVIDIA device plugin advertises; expected nvidia.com/gpu, " \
+           "nvidia.com/gpu.shared or nvidia.com/mig-<profile>"
 
 
 def validate(args: ResourceValidationArgs, report_violation) -> None:

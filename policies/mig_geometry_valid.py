@@ -75,7 +75,8 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
                             continue
                         for problem in check_geometry(TABLES[product.mig_table], devices):
                             report_violation(f"{where}: {problem} ({product.key}"
-                                             f"{', node pool ' + repr(pool.name) if pool else ''}).")
+                                             f"{', node pool ' + repr(pool.name) if pool else ''}); expected a "
+                                             "geometry that fits one GPU of the product.")
                         ids = group.get("devices")
                         if pool is not None and isinstance(ids, list) and any(int(float(d)) >= pool.gpu.count for d in ids):
                             report_violation(f"{where}: devices {ids} names a GPU index the {pool.gpu.count}-GPU nodes "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Iterator
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
@@ -30,13 +31,13 @@ def image_problem(image: Any) -> str | None:
 def _value_tags(values: Any, path: str = "values") -> Iterator[tuple[str, Any]]:
     """(path, value) of every `tag` / `version` / `image` string in chart values (operand images are
     split into repository/image/version there, so only a literal latest is judged)."""
-    if isinstance(values, dict):
+    if isinstance(values, Mapping):
         for k, v in values.items():
-            if isinstance(v, (dict, list)):
+            if isinstance(v, (Mapping, Sequence)) and not isinstance(v, str):
                 yield from _value_tags(v, f"{path}.{k}")
             elif k in ("tag", "version", "image") and isinstance(v, str):
                 yield f"{path}.{k}", v
-    elif isinstance(values, list):
+    elif isinstance(values, Sequence) and not isinstance(values, str):
         for i, v in enumerate(values):
             yield from _value_tags(v, f"{path}[{i}]")
 

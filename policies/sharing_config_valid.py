@@ -8,6 +8,7 @@ of the documents' `flags`, and the mig-parted geometries in ConfigMaps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -21,8 +22,8 @@ MPS_MAX_REPLICAS = 48  # compute capability >= 7.5 (mps/device.go maxClients); 1
 
 
 def _doc(text: Any) -> dict | None:
-    if isinstance(text, dict):
-        return text
+    if isinstance(text, Mapping):
+        return text if text.get("version") == "v1" else None
     if not isinstance(text, str):
         return None
     try:
