@@ -10,6 +10,7 @@ from gpufleet.config.loading import load_stack
 from gpufleet.planning.engine import run_program
 from gpufleet.planning.diff import diff_markdown, read_plan_document
 from gpufleet.planning.output import plan_document, write_plan
+from gpufleet.planning.policies import check_policies
 from gpufleet.planning.preview import print_preview
 
 
@@ -18,8 +19,14 @@ def command(
     out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
     diff: Path | None = typer.Option(None, "--diff", help="Print a Markdown diff against an earlier `plan --out` directory."),
+    policy_pack_config: Path | None = typer.Option(
+        None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: policies/config.<stack>.json "
+        "if present, else derived from the stack."),
+    no_policies: bool = typer.Option(False, "--no-policies", help="Do not run the policy pack."),
 ) -> None:
-    """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed."""
+    """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
+    Then run the policy pack (policies/) over it as `pulumi preview --policy-pack` would; exit 1 on a
+    mandatory violation."""
     loaded = load_stack(stack, project_dir)
     for warning in loaded.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -31,3 +38,5 @@ def command(
     if out is not None:
         files = write_plan(plan, out)
         typer.echo(f"Wrote {files[0]} and {len(files) - 1} manifests under {out / 'manifests'}")
+    if not no_policies:
+        check_policies(plan, project_dir, policy_pack_config)

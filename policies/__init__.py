@@ -1,0 +1,27 @@
+"""gpufleet's CrossGuard policy pack: one policy per module, collected here in a fixed order.
+
+`policies/__main__.py` (run by `pulumi preview --policy-pack policies`, or by `gpufleet plan`) only
+constructs the PolicyPack from `ALL_POLICIES`; tests import the modules and call `POLICY.validate`.
+"""
+
+from __future__ import annotations
+
+from policies import (
+    gpu_capacity_fit,
+    gpu_request_shape,
+    gpu_taint_toleration,
+    mig_geometry_valid,
+    no_driver_hostpath,
+    no_visible_devices_bypass,
+    pinned_versions,
+    public_loadbalancer,
+    runtime_paths,
+    sharing_config_valid,
+)
+
+PACK_NAME = "gpufleet-policies"
+MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
+           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths)
+ALL_POLICIES = [m.POLICY for m in MODULES]
+
+__all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

@@ -1,0 +1,64 @@
+"""Where gpu-capacity-fit gets nodes from, and the call into the engine `gpufleet check` uses.
+
+Sources (policy config `capacitySource`): `stack` (default: the stack's node pools as planned nodes,
+`gpufleet.capacity.capacity_from_stack`), `nodesFile` (`kubectl get nodes -o json` or a capacity.json
+from `gpufleet discover`, with optional `podsFile`), `kubeconfig` (a live cluster, nodes and running pods).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufleet.capacity.model import Capacity
+from gpufleet.scheduling import check_workloads
+from gpufleet.scheduling.result import CheckResult
+from policies._common import PACK_DIR, StackRef
+
+SOURCES = ("stack", "nodesFile", "kubeconfig")
+
+
+class CapacityUnavailable(Exception):
+    """The configured capacity source cannot be used (reported as the violation's reason)."""
+
+
+def _path(value: str, ref: StackRef | None) -> Path:
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    return (ref.project_dir if ref else (PACK_DIR / "..").resolve()) / path
+
+
+def load_capacity(config: dict, cfg, ref: StackRef | None) -> Capacity:
+    from gpufleet.errors import GpufleetError
+
+    source = config.get("capacitySource") or ("nodesFile" if config.get("nodesFile") else
+                                              "kubeconfig" if config.get("kubeconfig") else "stack")
+    try:
+        if source == "stack":
+            if cfg is None:
+                raise CapacityUnavailable("no stack config to plan capacity from (set `stack`, or `nodesFile` / "
+                                          "`kubeconfig` in the policy config)")
+            from gpufleet.capacity import stack_capacity
+
+            return stack_capacity(cfg)
+        if source == "nodesFile":
+            from gpufleet.cli.check import load_capacity as load_files
+
+            pods = config.get("podsFile")
+            return load_files(_path(config["nodesFile"], ref), _path(pods, ref) if pods else None)
+        if source == "kubeconfig":
+            from gpufleet.capacity import capacity_from_cluster
+            from gpufleet.discovery.kubernetes import KubeconfigCluster
+
+            return capacity_from_cluster(KubeconfigCluster(_path(config["kubeconfig"], ref), config.get("context")))
+    except KeyError as e:
+        raise CapacityUnavailable(f"capacitySource {source} needs `{e.args[0]}` in the policy config") from e
+    except GpufleetError as e:
+        raise CapacityUnavailable(str(e)) from e
+    raise CapacityUnavailable(f"unknown capacitySource '{source}'; allowed: {', '.join(SOURCES)}")
+
+
+def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toleration: bool) -> CheckResult:
+    """The `gpufleet check` engine on planned/discovered capacity."""
+    return check_workloads(capacity.nodes, capacity.pods, manifests,
+                           extended_resource_toleration=extended_resource_toleration)

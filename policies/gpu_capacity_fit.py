@@ -1,0 +1,114 @@
+"""gpu-capacity-fit: every GPU workload of the stack fits the planned or discovered capacity.
+
+Uses the engine of `gpufleet check` (API validation, kube-scheduler's filters in order, exact replica
+counts), so the violation carries the API server's or the scheduler's own message. With the stack as
+the capacity source, the stack's GPU memory budget (`gpu.memoryMiB` vs what a share or MIG instance
+has) is checked too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
+
+from policies._capacity import SOURCES, CapacityUnavailable, check_fit, load_capacity
+from policies._common import (
+    NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config,
+    pod_spec, quantity, stack_ref,
+)
+
+
+def plain(value: Any) -> Any:
+    """A plain copy of policy props (touching every value: an unknown one raises UnknownValueError)."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [plain(v) for v in value]
+    return value
+
+
+def manifest_of(resource_type: str, props: Any) -> dict:
+    _, group_version, kind = resource_type.split(":")
+    api = group_version[len("core/"):] if group_version.startswith("core/") else group_version
+    return {"apiVersion": api, "kind": kind, **plain(props)}
+
+
+def gpu_request_text(resource_type: str, props: Any) -> str:
+    """`101 nvidia.com/gpu` per pod (limits, else requests, summed over the app containers)."""
+    totals: dict[str, Any] = {}
+    spec = pod_spec(resource_type, props) or {}
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        for name, value in {**(res.get("requests") or {}), **(res.get("limits") or {})}.items():
+            if name.startswith(NVIDIA_PREFIX) and quantity(value) is not None:
+                totals[name] = totals.get(name, 0) + quantity(value)
+    return ", ".join(f"{int(v) if v == v.to_integral_value() else v} {k}" for k, v in sorted(totals.items()))
+
+
+def validate(args: StackValidationArgs, report_violation) -> None:
+    config = config_of(args)
+    workloads: list[tuple[str, dict, str, str]] = []
+
+    def collect(r) -> None:
+        if r.resource_type in POD_SPEC_PATHS:
+            m = manifest_of(r.resource_type, r.props)
+            meta = m.get("metadata") or {}
+            key = f"{m['kind']}/{meta.get('namespace') or 'default'}/{meta.get('name') or r.name}"
+            workloads.append((key, m, r.urn, gpu_request_text(r.resource_type, m)))
+
+    each_known(args.resources, collect)
+    gpu_workloads = [w for w in workloads if w[3]]
+    if not workloads:
+        return
+    urn = args.resources[0].urn if args.resources else None
+    ref = stack_ref(config, urn)
+    cfg = load_stack_config(ref)
+    try:
+        capacity = load_capacity(config, cfg, ref)
+    except CapacityUnavailable as e:
+        if gpu_workloads:
+            report_violation(f"Cannot check {len(gpu_workloads)} GPU workload(s) against capacity: {e}; expected a "
+                             "usable capacity source.")
+        return
+    ert = config.get("extendedResourceToleration")
+    if ert is None:
+        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
+    by_key = {key: (urn_, req) for key, _, urn_, req in workloads}
+    result = check_fit(capacity, [m for _, m, _, _ in workloads], bool(ert))
+    for u in result.unschedulable:
+        urn_, req = by_key.get(u.workload, (None, ""))
+        asks = f" (requests {req} per pod)" if req else ""
+        verdict = ("is rejected by the API server" if u.reason == "rejected"
+                   else f"leaves {u.pending} pod(s) Pending")
+        report_violation(f"{u.workload}{asks} {verdict}: {u.message} Expected it to fit the "
+                         f"{capacity.source or 'planned'} capacity ({len(capacity.nodes)} node(s)).", urn_)
+    if capacity.source == "stack" and cfg is not None and config.get("checkMemoryBudget", True):
+        from gpufleet.capacity import memory_budget
+
+        for problem in memory_budget(cfg):
+            report_violation(f"GPU memory budget: {problem.message}; expected gpu.memoryMiB within what the "
+                             "workload's GPU share has.")
+
+
+POLICY = StackValidationPolicy(
+    name="gpu-capacity-fit",
+    description="Every GPU workload of the stack is accepted by the API server and fits the planned or discovered GPU capacity.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=PolicyConfigSchema(properties={
+        **STACK_CONFIG_PROPERTIES,
+        "capacitySource": {"type": "string", "enum": list(SOURCES), "description": "stack (the stack's node pools, "
+                           "planned), nodesFile or kubeconfig. Default: nodesFile / kubeconfig when set, else stack."},
+        "nodesFile": {"type": "string", "description": "kubectl get nodes -o json output or a gpufleet capacity.json "
+                      "(relative to the project directory)."},
+        "podsFile": {"type": "string", "description": "kubectl get pods -A -o json output: pods already using the nodes."},
+        "kubeconfig": {"type": "string", "description": "Discover nodes and running pods from this cluster."},
+        "context": {"type": "string", "description": "kubeconfig context."},
+        "extendedResourceToleration": {"type": "boolean", "description": "The API server runs the "
+                                       "ExtendedResourceToleration admission plugin. Default: the stack's cluster config."},
+        "checkMemoryBudget": {"type": "boolean", "description": "Also check gpu.memoryMiB against what each GPU share "
+                              "has (stack source only). Default: true."},
+    }),
+    validate=validate,
+)
