@@ -82,8 +82,11 @@ def default_pack_config(pack_dir: Path, stack: str) -> dict[str, Any]:
 
 def _wire(value: Any) -> Any:
     """Plan inputs as analyzer properties: secrets stay marked (value masked), unknowns become the sentinel."""
+    from pulumi.output import Unknown
     from pulumi.runtime.rpc import UNKNOWN
 
+    if isinstance(value, Unknown):
+        return UNKNOWN_WIRE
     if isinstance(value, dict):
         if value.get(SIG_KEY) == SECRET_SIG:
             return {SIG_KEY: SECRET_SIG, "value": "[secret]"}

@@ -150,3 +150,11 @@ def test_cli_plan_on_missing_stack_names_the_stacks_there():
     result = run_cli("plan", "--stack", "nope")
     assert result.returncode == 2
     assert "Pulumi.nope.yaml: no such stack file; stacks here:" in result.stderr and "dev" in result.stderr
+
+
+@pytest.mark.parametrize("stack", [*SHIPPED_STACKS, "aks"])
+def test_shipped_stack_passes_the_policy_pack(stack):
+    """Every bundled stack fits its own capacity and passes every policy (greed is the one that must not)."""
+    result = run_cli("plan", "--stack", stack)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "no violations" in result.stdout
