@@ -15,7 +15,7 @@ from gpufleet.planning.engine import run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_STACKS = ["dev", "mig", "k3s", "multi"]
-UPSTREAM = ROOT.parent / "shared" / "reference" / "upstream"
+UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"  # vendored copies of NVIDIA's files
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/helm_binary.py
 
 
