@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpufleet.config._paths import NAMESPACE, yaml_path
+from gpufleet.config.model import memory_conflicts
 from gpufleet.config.stack import SECTION_KEYS, StackConfig, validate_references
 from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
@@ -73,7 +74,9 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
                 secrets.add(short)
             else:
                 sections[short] = value
-    loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets), pulumi_config, secret_keys)
+    loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets, project_dir), pulumi_config,
+                         secret_keys)
+    loaded.warnings += [f"{path.name}: {m}" for m in memory_conflicts(loaded.config.workloads)]
     for w in loaded.config.workloads:
         key = getattr(w, "token_config_key", None)
         if key and key not in secrets:
@@ -83,8 +86,12 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     return loaded
 
 
-def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset()) -> StackConfig:
-    """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError."""
+def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset(),
+                   project_dir: Path | None = None) -> StackConfig:
+    """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError.
+
+    Files the config names (a model's config.json) are read relative to `project_dir` (default: the
+    working directory, where Pulumi runs the program)."""
     issues: list[ConfigIssue] = []
     for key in sections:
         if key not in SECTION_KEYS and key not in secret_keys:
@@ -92,7 +99,7 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
                                       "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
     try:
-        cfg = StackConfig.model_validate(known)
+        cfg = StackConfig.model_validate(known, context={"project_dir": project_dir})
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
         raise ConfigError(source, issues) from None

@@ -255,6 +255,8 @@ def _check_workloads(cfg: StackConfig) -> list[ConfigIssue]:
                                       f"'{w.node_pool}' is not a node pool; allowed: {', '.join(pools) or '(none defined)'}"))
         if w.gpu is not None:
             issues += _check_gpu_request(cfg, i, w, pool)
+        if w.model is not None:
+            issues += _check_model(i, w)
         if isinstance(w, (InferenceService, Notebook)):
             has_ports = isinstance(w, Notebook) or bool(w.ports)
             svc = w.service
@@ -263,6 +265,15 @@ def _check_workloads(cfg: StackConfig) -> list[ConfigIssue]:
                                           "a LoadBalancer without sourceRanges is reachable from anywhere; set "
                                           "sourceRanges (CIDRs), or public: true to allow it, or type: ClusterIP"))
     return issues
+
+
+def _check_model(i: int, w) -> list[ConfigIssue]:
+    from gpufleet.config.model import model_issues
+
+    if w.gpu is None:
+        return [ConfigIssue(_p("workloads", i, "gpu"), "required with model: the model's memory is checked "
+                            "against the GPU (or share) the workload requests")]
+    return model_issues(_p("workloads", i, "model"), w.model, w.gpu.count)
 
 
 def _check_image(i: int, image: str) -> list[ConfigIssue]:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.model import ModelSpec
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -84,6 +85,8 @@ class _Workload(Model):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     gpu: GpuRequest | None = None
+    model: ModelSpec | None = None
+    """The model served (inference engines): its GPU memory need replaces gpu.memoryMiB (docs/model-memory.md)."""
     env: dict[str, str] = Field(default_factory=dict)
     command: list[str] | None = None
     args: list[str] | None = None
