@@ -38,7 +38,7 @@ def misfit_message(name: str, label: str, shape: ModelShape, serving: Serving, b
     fixes = fixes_for(shape, serving, budget, product, budget.visible_mib if budget.kind in ("mps", "time-slicing")
                       else None)
     usable = budget.usable_mib << 20
-    return (f"{name}: model {label} needs {need.describe(serving)}; {budget.what} gives it {gib(usable)} "
+    return (f"{name}: the model{' ' + label if label else ''} needs {need.describe(serving)}; {budget.what} gives it {gib(usable)} "
             f"({budget.usable_mib} MiB usable, at most 90% of what the engine sees). Expected it to fit; fixes: "
             f"{fixes.describe(shape, serving, budget, product, vllm)}")
 

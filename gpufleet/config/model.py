@@ -86,7 +86,7 @@ class ModelSpec(Model):
     """Sequences served at once at full context (vLLM --max-num-seqs). Default 1: vLLM's own startup check."""
     tensor_parallel: int = Field(default=1, ge=1)
     """GPUs the model is split over (vLLM --tensor-parallel-size); at most gpu.count."""
-    activation_mib: int | None = Field(default=None, ge=0)
+    activation_mib: int | None = Field(default=None, ge=0, alias="activationMiB")
     """Measured activation peak in MiB (vLLM log 'torch peak memory increase'); default llm-d's constants."""
 
     @model_validator(mode="before")
@@ -124,7 +124,7 @@ class ModelSpec(Model):
 
     @property
     def label(self) -> str:
-        return self.name or (self.config or "the model")
+        return self.name or self.config or ""
 
 
 def model_issues(path: str, model: ModelSpec, gpu_count: int) -> list[ConfigIssue]:
@@ -165,7 +165,7 @@ def memory_conflicts(workloads) -> list[str]:
             continue
         serving = w.model.serving()
         need = need_per_gpu(w.model.shape(), serving).mib * serving.tensor_parallel
-        message = conflict_message(yaml_path("workloads", i, "gpu", "memoryMiB"), w.gpu.memory_mib, need)
+        message = conflict_message(yaml_path("workloads", i), w.gpu.memory_mib, need)
         if message is not None:
             out.append(message)
     return out

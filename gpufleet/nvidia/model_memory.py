@@ -163,7 +163,7 @@ def conflict_message(name: str, declared_mib: int, need_mib: int) -> str | None:
     """A warning when a declared memoryMiB and the model's need (both per pod) disagree beyond the tolerance."""
     if abs(declared_mib - need_mib) <= CONFLICT_TOLERANCE * need_mib:
         return None
-    return (f"{name}: gpu.memoryMiB {declared_mib} disagrees with the {need_mib} MiB its model needs (computed); "
+    return (f"{name}: gpu.memoryMiB {declared_mib} disagrees with the {need_mib} MiB the model needs (computed); "
             "the declared value is used")
 
 
@@ -415,4 +415,4 @@ def from_annotation(doc: dict) -> tuple[str, ModelShape, Serving, bool]:
                        doc.get("architecture"), bool(doc.get("moe")), number("maxPositionEmbeddings"),
                        number("activationBytes", minimum=0))
     serving = Serving(number("maxModelLen"), number("maxNumSeqs", 1), number("tensorParallel", 1))
-    return str(doc.get("model") or "the model"), shape, serving, bool(doc.get("vllm"))
+    return str(doc.get("model") or ""), shape, serving, bool(doc.get("vllm"))
