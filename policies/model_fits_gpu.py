@@ -44,8 +44,9 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         keys = {f"workloads[{i}] '{w.name}'": f"{KIND[w.kind]}/{w.namespace}/{w.name}"
                 for i, w in enumerate(cfg.workloads)}
         for problem in memory_budget(cfg):
-            if problem.error:
-                report_violation(problem.message, urns.get(keys.get(problem.workload, "")))
+            key = keys.get(problem.workload, "")
+            if problem.error and key in urns:  # the stack's workloads that this plan deploys
+                report_violation(problem.message, urns[key])
         return
     result = check_fit(capacity, [m for _, m, _ in manifests], bool(config.get("extendedResourceToleration")))
     for u in result.unschedulable:
