@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
 from gpufleet.errors import ConfigIssue
@@ -109,7 +110,10 @@ class ModelSpec(Model):
     @classmethod
     def _check_config(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
-            _read_hf_config(value, _project_dir(info))
+            try:
+                _read_hf_config(value, _project_dir(info))
+            except ValueError as e:
+                raise PydanticCustomError("config_json", str(e).replace("{", "{{").replace("}", "}}")) from None
         return value
 
     def shape(self) -> ModelShape:
