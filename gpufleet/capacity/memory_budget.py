@@ -141,7 +141,8 @@ def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryPr
         budget = time_sliced_budget(product)
     else:
         budget = whole_gpu_budget(product)
-    message = misfit_message(name, w.model.label, shape, serving, budget, product, is_vllm(w.image))
+    argv = [*(w.command or []), *(w.args or [])]
+    message = misfit_message(name, w.model.label, shape, serving, budget, product, is_vllm(w.image), argv)
     if message is None:
         return None, per_pod
     return MemoryProblem(name, need.mib, budget.usable_mib, message, error=True), per_pod

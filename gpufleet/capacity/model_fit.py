@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from gpufleet.capacity.model import Node
 from gpufleet.nvidia.mig_profiles import TABLES
 from gpufleet.nvidia.model_memory import (
-    Budget, ModelShape, Serving, conflict_message, fixes_for, from_annotation, gib, mig_budget, mps_budget, need_per_gpu,
-    time_sliced_budget, whole_gpu_budget,
+    Budget, ModelShape, Serving, conflict_message, fixes_for, from_annotation, gib, mig_budget, mps_budget,
+    need_per_gpu, reservation_problem, time_sliced_budget, whole_gpu_budget,
 )
 from gpufleet.nvidia.products import GpuProduct, find_product
 
@@ -30,11 +30,16 @@ def is_vllm(image: str) -> bool:
 
 
 def misfit_message(name: str, label: str, shape: ModelShape, serving: Serving, budget: Budget,
-                   product: GpuProduct | None, vllm: bool) -> str | None:
-    """The error when the need exceeds the usable budget, with the fixes; None when it fits."""
+                   product: GpuProduct | None, vllm: bool, argv: list[str] | None = None) -> str | None:
+    """The error when the need exceeds the usable budget, with the fixes; None when it fits. For a vLLM
+    workload with its command line, also when its reservation reaches past an MPS slice."""
     need = need_per_gpu(shape, serving)
     if need.total <= budget.usable_mib << 20:
-        return None
+        reservation = reservation_problem(argv, need.total, budget) if vllm and argv is not None else None
+        if reservation is None:
+            return None
+        return (f"{name}: the model{' ' + label if label else ''} needs {need.describe(serving)}, which "
+                f"fits {budget.what}, but {reservation}. Expected vLLM to reserve no more than the slice.")
     fixes = fixes_for(shape, serving, budget, product, budget.visible_mib if budget.kind in ("mps", "time-slicing")
                       else None)
     usable = budget.usable_mib << 20
@@ -98,9 +103,14 @@ class Verdict:
     """A declared memoryMiB disagrees with the model and is checked instead (memory_budget's warnings)."""
 
 
-def check_manifest_model(key: str, annotations: dict[str, str], nodes: list[Node],
-                         requests: dict[str, int]) -> Verdict | None:
-    """None when the workload declares no model (or a declared memoryMiB overrides it)."""
+def container_argv(spec: dict) -> list[str]:
+    """Command and args of a pod spec's containers, in order (where vLLM's flags are)."""
+    return [str(a) for c in spec.get("containers") or [] for a in [*(c.get("command") or []), *(c.get("args") or [])]]
+
+
+def check_manifest_model(key: str, annotations: dict[str, str], nodes: list[Node], requests: dict[str, int],
+                         argv: list[str] | None = None) -> Verdict | None:
+    """None when the workload declares no model; `argv`: its containers' command lines."""
     from gpufleet.errors import InputError
 
     raw = annotations.get(MODEL_ANNOTATION)
@@ -122,7 +132,7 @@ def check_manifest_model(key: str, annotations: dict[str, str], nodes: list[Node
             return verdict
     budgets = [b for b in (node_budget(n, requests) for n in nodes) if b is not None]
     misfits = [(b, p, m) for b, p in budgets
-               if (m := misfit_message(key, label, shape, serving, b, p, vllm)) is not None]
+               if (m := misfit_message(key, label, shape, serving, b, p, vllm, argv)) is not None]
     if budgets and len(misfits) == len(budgets):
         budget, _, verdict.error = min(misfits, key=lambda x: -x[0].usable_mib)
         verdict.budget_mib = budget.usable_mib

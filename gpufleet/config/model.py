@@ -131,8 +131,10 @@ class ModelSpec(Model):
         return self.name or self.config or ""
 
 
-def model_issues(path: str, model: ModelSpec, gpu_count: int) -> list[ConfigIssue]:
-    """Facts a workload's `model:` block (at YAML path `path`) lacks or contradicts."""
+def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] = (),
+                 args_path: str = "") -> list[ConfigIssue]:
+    """Facts a workload's `model:` block (at YAML path `path`) lacks or contradicts; `argv`: the command line
+    of a vLLM image (its flags must say what the block says, at `args_path`)."""
     source = " or in its config.json" if model.config else " (or set config: to a config.json)"
     issues = []
     for key, value in (("parameters", model.parameters), ("layers", model.layers), ("kvHeads", model.kv_heads)):
@@ -151,11 +153,33 @@ def model_issues(path: str, model: ModelSpec, gpu_count: int) -> list[ConfigIssu
     if model.tensor_parallel > gpu_count:
         issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.tensor_parallel} GPUs, but gpu.count is "
                                   f"{gpu_count}; allowed: 1 to {gpu_count}"))
+    issues += _flag_issues(path, model, argv, args_path)
     if model.kv_heads and model.tensor_parallel > 1 and model.attention_heads \
             and model.attention_heads % model.tensor_parallel:
         issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.attention_heads} attention heads do not "
                                   f"divide by {model.tensor_parallel} (vLLM refuses)"))
     return issues
+
+
+def _flag_issues(path: str, model: ModelSpec, argv, args_path: str) -> list[ConfigIssue]:
+    from gpufleet.nvidia.model_memory import VLLM_FLAGS, cli_flag
+
+    issues = []
+    for flag, key in VLLM_FLAGS.items():
+        given = cli_flag(list(argv), flag)
+        field = next(n for n, f in ModelSpec.model_fields.items() if (f.alias or n) == key or _camel(n) == key)
+        declared = getattr(model, field)
+        if key == "maxModelLen":
+            declared = model.max_model_len or model.max_position_embeddings
+        if given is not None and declared is not None and str(declared) != given:
+            issues.append(ConfigIssue(args_path, f"{flag} {given} disagrees with {path.split(':', 1)[1]}.{key} "
+                                      f"{declared}; expected the same value (the GPU memory check uses model:)"))
+    return issues
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
 
 
 def memory_conflicts(workloads) -> list[str]:

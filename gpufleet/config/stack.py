@@ -273,7 +273,9 @@ def _check_model(i: int, w) -> list[ConfigIssue]:
     if w.gpu is None:
         return [ConfigIssue(_p("workloads", i, "gpu"), "required with model: the model's memory is checked "
                             "against the GPU (or share) the workload requests")]
-    return model_issues(_p("workloads", i, "model"), w.model, w.gpu.count)
+    argv = [*(w.command or []), *(w.args or [])] if "vllm" in w.image.lower() else []
+    return model_issues(_p("workloads", i, "model"), w.model, w.gpu.count, argv,
+                        _p("workloads", i, "args" if w.args else "command"))
 
 
 def _check_image(i: int, image: str) -> list[ConfigIssue]:

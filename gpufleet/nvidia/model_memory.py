@@ -320,6 +320,41 @@ def fixes_for(shape: ModelShape, serving: Serving, budget: Budget, product: GpuP
                  bool(total and need.mib <= usable_of(total)), gpu_memory_utilization(need.total, budget), fixed_util)
 
 
+# --- vLLM's command line --------------------------------------------------------------------------------
+
+#: vLLM flags that must agree with the `model:` block -> its YAML key.
+VLLM_FLAGS = {"--max-model-len": "maxModelLen", "--max-num-seqs": "maxNumSeqs",
+              "--tensor-parallel-size": "tensorParallel", "--kv-cache-dtype": "kvCacheDtype"}
+
+
+def cli_flag(argv: list[str], flag: str) -> str | None:
+    """The value of `--flag V` or `--flag=V` (the last one wins, as argparse does); None when absent."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1:]
+    return value
+
+
+def reservation_problem(argv: list[str], need_bytes: int, budget: Budget) -> str | None:
+    """vLLM reserves --gpu-memory-utilization (default 0.9) x the total it sees at startup; under MPS that
+    total is the whole GPU, so the reservation can reach past the slice. A sentence, or None when it stays in."""
+    raw = cli_flag(argv, "--gpu-memory-utilization")
+    try:
+        util = float(raw) if raw is not None else VLLM_DEFAULT_UTILIZATION
+    except ValueError:
+        return None
+    reserved = util * budget.visible_mib
+    if reserved <= budget.memory_mib:
+        return None
+    fix = gpu_memory_utilization(need_bytes, budget)
+    how = f"--gpu-memory-utilization {raw}" if raw is not None else f"vLLM's default --gpu-memory-utilization {util}"
+    return (f"{how} reserves {reserved:.0f} MiB of the {budget.visible_mib} MiB it sees, beyond {budget.what}; "
+            + (f"use --gpu-memory-utilization {fix}" if fix is not None else "no value holds the model there"))
+
+
 # --- config.json ----------------------------------------------------------------------------------------------
 
 class HfConfigError(ValueError):

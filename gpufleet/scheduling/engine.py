@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
-from gpufleet.capacity.model_fit import check_manifest_model
+from gpufleet.capacity.model_fit import check_manifest_model, container_argv
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
@@ -128,7 +128,7 @@ def _pending_message(state: ClusterState, node_list, static, req) -> str:
 
 def _model_memory(w: PodWorkload, eligible_nodes, requests, result: CheckResult) -> bool:
     """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
-    verdict = check_manifest_model(w.key, w.annotations, eligible_nodes, requests)
+    verdict = check_manifest_model(w.key, w.annotations, eligible_nodes, requests, container_argv(w.spec))
     if verdict is None:
         return False
     result.warnings += [Warning(w.key, m) for m in verdict.warnings]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gpufleet.capacity import memory_budget, stack_capacity
@@ -56,10 +57,10 @@ def test_the_fitting_service_uses_the_utilization_its_need_asks_for():
     assert "0.87" in chat.args  # 34722 MiB of the 40192 MiB slice
 
 
-def _cfg(pool: dict, gpu: dict, model: dict, dp: dict | None = None, mode: str = "operator"):
-    sections = {"mode": mode, "nodePools": [{"name": "p", "nodes": ["n0"], **pool}], "devicePlugin": dp or {},
+def _cfg(pool: dict, gpu: dict, model: dict, dp: dict | None = None, args: list[str] | None = None):
+    sections = {"nodePools": [{"name": "p", "nodes": ["n0"], **pool}], "devicePlugin": dp or {},
                 "workloads": [{"kind": "inference", "name": "m", "image": "vllm/vllm-openai:v0.11.0",
-                               "nodePool": "p", "gpu": gpu, "model": model}]}
+                               "nodePool": "p", "gpu": gpu, "model": model, **({"args": args} if args else {})}]}
     return parse_sections(sections, "test")
 
 
@@ -70,15 +71,39 @@ SMALL = {"parameters": 1_235_814_400, "layers": 16, "kvHeads": 8, "headDim": 64,
 
 def test_an_mps_slice_budget_is_the_pinned_limit_and_the_fix_is_fewer_replicas():
     mps = {"sharingProfiles": {"mps4": {"strategy": "mps", "replicas": 4}}}
-    cfg = _cfg({"gpu": {"product": "Tesla-T4"}, "sharing": "mps4"}, {"shared": True}, SMALL, mps)
+    util = ["--gpu-memory-utilization", "0.24"]  # 0.24 x 15360 = 3686 MiB, inside the slice
+    cfg = _cfg({"gpu": {"product": "Tesla-T4"}, "sharing": "mps4"}, {"shared": True}, SMALL, mps, util)
     assert memory_budget(cfg) == []  # 2.30 + 0.25 + 0.5 + 0.15 GiB < 3840 MiB
-    cfg = _cfg({"gpu": {"product": "Tesla-T4"}, "sharing": "mps4"}, {"shared": True}, {**SMALL, "maxNumSeqs": 8}, mps)
+    cfg = _cfg({"gpu": {"product": "Tesla-T4"}, "sharing": "mps4"}, {"shared": True}, {**SMALL, "maxNumSeqs": 8}, mps,
+               util)
     [problem] = memory_budget(cfg)
     assert problem.error and problem.available_mib == 3840
     assert "an MPS slice (1/4 of Tesla-T4, 3840 of 15360 MiB)" in problem.message
     # 5071 MiB needed: 15360 / 3 = 5120 MiB holds it; (3840 - 2357 - 512 - 154) MiB / 256 MiB per sequence = 3
     assert "an MPS slice of 1/3 (replicas: 3) or larger" in problem.message
     assert "maxNumSeqs 3 (at maxModelLen 8192)" in problem.message
+
+
+def test_vllm_default_utilization_on_an_mps_slice_reaches_past_it():
+    mps = {"sharingProfiles": {"mps4": {"strategy": "mps", "replicas": 4}}}
+    [problem] = memory_budget(_cfg({"gpu": {"product": "Tesla-T4"}, "sharing": "mps4"}, {"shared": True}, SMALL, mps))
+    assert problem.error
+    assert ("vLLM's default --gpu-memory-utilization 0.9 reserves 13824 MiB of the 15360 MiB it sees, beyond an MPS "
+            "slice (1/4 of Tesla-T4, 3840 of 15360 MiB); use --gpu-memory-utilization 0.22") in problem.message
+    # 3279 MiB needed / 15360 MiB seen = 0.2135 -> 0.22
+
+
+def test_vllm_flags_must_say_what_the_model_block_says():
+    from gpufleet.errors import ConfigError
+
+    args = ["--max-model-len", "4096", "--max-num-seqs=8", "--tensor-parallel-size", "1"]
+    with pytest.raises(ConfigError) as e:
+        _cfg({"gpu": {"product": "NVIDIA-L4"}}, {"count": 1}, SMALL, args=args)
+    lines = str(e.value).splitlines()
+    assert any("gpufleet:workloads[0].args: --max-model-len 4096 disagrees with workloads[0].model.maxModelLen 8192"
+               in line for line in lines), lines
+    assert any("--max-num-seqs 8 disagrees with workloads[0].model.maxNumSeqs 1" in line for line in lines), lines
+    assert not any("--tensor-parallel-size" in line for line in lines)
 
 
 def test_a_whole_gpu_and_a_mig_instance_are_budgets_too():

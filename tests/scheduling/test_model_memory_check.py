@@ -66,3 +66,15 @@ def test_an_unusable_model_annotation_is_bad_input():
     bad = deployment("llm", 1, pod_spec(gpu_container(1)), annotations={"gpufleet.io/model-memory": '{"layers": 0}'})
     with pytest.raises(InputError, match="gpufleet.io/model-memory is not usable"):
         check_workloads([node("l4", 1, labels=L4)], [], [bad])
+
+
+def test_a_vllm_reservation_beyond_an_mps_slice_is_an_error_until_the_utilization_matches():
+    labels = {**H100, "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "2"}
+    annotations = _model(Serving(8192, 1))["spec"]["template"]["metadata"]["annotations"]
+    default = deployment("llm", 1, pod_spec(gpu_container(1)), annotations=annotations)
+    (u,) = check_workloads([node("h100", 2, labels=labels)], [], [default]).unschedulable
+    assert "vLLM's default --gpu-memory-utilization 0.9 reserves 73403 MiB" in u.message
+    assert "use --gpu-memory-utilization 0.27" in u.message  # 21412 MiB / 81559 MiB = 0.2625 -> 0.27
+    tuned = deployment("llm", 1, pod_spec({**gpu_container(1), "args": ["--gpu-memory-utilization", "0.27"]}),
+                       annotations=annotations)
+    assert check_workloads([node("h100", 2, labels=labels)], [], [tuned]).fits
