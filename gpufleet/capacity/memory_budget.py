@@ -123,8 +123,8 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
 def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryProblem | None, int]:
     """(the misfit, or None; the need per pod in MiB) of a workload's model on one GPU of its share."""
     from gpufleet.capacity.model_fit import is_vllm, misfit_message
-    from gpufleet.nvidia.model_memory import mig_budget, mps_budget, need_per_gpu, time_sliced_budget, \
-        whole_gpu_budget
+    from gpufleet.nvidia.model_budget import mig_budget, mps_budget, time_sliced_budget, whole_gpu_budget
+    from gpufleet.nvidia.model_memory import need_per_gpu
 
     gpu, shape, serving = w.gpu, w.model.shape(), w.model.serving()
     need = need_per_gpu(shape, serving)

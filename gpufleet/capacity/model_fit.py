@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from gpufleet.capacity.model import Node
 from gpufleet.nvidia.mig_profiles import TABLES
-from gpufleet.nvidia.model_memory import (
-    Budget, ModelShape, Serving, conflict_message, fixes_for, from_annotation, gib, mig_budget, mps_budget,
-    need_per_gpu, reservation_problem, time_sliced_budget, whole_gpu_budget,
+from gpufleet.nvidia.model_budget import (
+    Budget, fixes_for, mig_budget, mps_budget, reservation_problem, time_sliced_budget, whole_gpu_budget,
 )
+from gpufleet.nvidia.model_memory import ModelShape, Serving, conflict_message, from_annotation, gib, need_per_gpu
 from gpufleet.nvidia.products import GpuProduct, find_product
 
 MODEL_ANNOTATION = "gpufleet.io/model-memory"

@@ -17,7 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
 from gpufleet.errors import ConfigIssue
-from gpufleet.nvidia.model_memory import HfConfigError, ModelShape, Serving, hf_config_facts
+from gpufleet.nvidia.hf_config import HfConfigError, hf_config_facts
+from gpufleet.nvidia.model_memory import ModelShape, Serving
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
 KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp32"]
@@ -162,7 +163,7 @@ def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] = 
 
 
 def _flag_issues(path: str, model: ModelSpec, argv, args_path: str) -> list[ConfigIssue]:
-    from gpufleet.nvidia.model_memory import VLLM_FLAGS, cli_flag
+    from gpufleet.nvidia.model_budget import VLLM_FLAGS, cli_flag
 
     issues = []
     for flag, key in VLLM_FLAGS.items():

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from gpufleet.nvidia.hf_config import dense_parameters, hf_config_facts
+from gpufleet.nvidia.model_budget import (
+    dra_budget, fits, fixes_for, gpu_memory_utilization, largest_max_model_len, largest_max_num_seqs,
+    largest_mps_replicas, mig_budget, mps_budget, smallest_mig_profile, time_sliced_budget, whole_gpu_budget,
+)
 from gpufleet.nvidia.model_memory import (
-    BLOCK_SIZE, GIB, MIB, ModelShape, Serving, dense_parameters, dra_budget, fits, fixes_for,
-    from_annotation, gpu_memory_utilization, hf_config_facts, kv_bytes_per_token, largest_max_model_len,
-    largest_max_num_seqs, largest_mps_replicas, mig_budget, mps_budget, need_per_gpu, smallest_mig_profile,
-    time_sliced_budget, to_annotation, weights_bytes, whole_gpu_budget,
+    BLOCK_SIZE, GIB, MIB, ModelShape, Serving, from_annotation, kv_bytes_per_token, need_per_gpu, to_annotation,
+    weights_bytes,
 )
 from gpufleet.nvidia.products import find_product
 
