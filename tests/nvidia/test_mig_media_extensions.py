@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpufleet.config.loading import parse_sections
 from gpufleet.errors import ConfigError
@@ -40,3 +42,12 @@ def test_every_product_family_allows_one_media_extension_instance_and_no_second(
     assert check_geometry(TABLES[table], {me[0]: 1}) == []
     twice = check_geometry(TABLES[table], {me[0]: 2})
     assert twice and "at most 1" in twice[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_no_accepted_geometry_holds_more_than_one_media_extension_instance(data):
+    table = TABLES[data.draw(st.sampled_from(sorted(TABLES)))]
+    devices = {name: data.draw(st.integers(0, 2), label=name) for name in table.profiles}
+    if not check_geometry(table, devices):
+        assert sum(c for n, c in devices.items() if "+me" in n) <= 1
