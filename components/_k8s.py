@@ -18,6 +18,8 @@ _KINDS = {
     ("batch/v1", "Job"): k8s.batch.v1.Job,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
 _BODY_FIELDS = ("spec", "data", "string_data", "type", "rules", "role_ref", "subjects")
 _WIRE = {"string_data": "stringData", "role_ref": "roleRef"}
