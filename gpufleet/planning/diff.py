@@ -10,7 +10,6 @@ documents and stay so.
 from __future__ import annotations
 
 import difflib
-import html
 import json
 import re
 from dataclasses import dataclass
@@ -48,9 +47,10 @@ def _longest_backtick_run(text: str) -> int:
 
 
 def code_span(text: str) -> str:
-    """One-line `text` as a Markdown code span that shows it exactly, whatever backticks it holds."""
+    """One-line `text` as a Markdown code span that shows it exactly, whatever backticks or spaces it holds."""
     ticks = "`" * (_longest_backtick_run(text) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    edges = text[:1] + text[-1:]
+    pad = " " if "`" in edges or (text.strip() and text[:1] == " " and text[-1:] == " ") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
@@ -59,10 +59,17 @@ def code_cell(text: str) -> str:
     return code_span(text).replace("|", "\\|")
 
 
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>|~&#!])")
+
+
+def markdown_text(text: str) -> str:
+    """Plain text that Markdown shows as written: punctuation that could start markup is escaped."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
 def markdown_cell(text: str) -> str:
-    """Plain text as one Markdown table cell: `|` escaped, HTML inert, each line break a <br>."""
-    lines = html.escape(text, quote=False).replace("|", "\\|").splitlines() or [""]
-    return "<br>".join(lines)
+    """Plain text as one Markdown table cell: shown as written, each line break a <br>."""
+    return "<br>".join(markdown_text(line) for line in text.splitlines())
 
 
 def _cell(value: Any) -> str:
