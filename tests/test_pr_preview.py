@@ -97,7 +97,8 @@ def test_unchanged_pull_request_says_no_changes_and_passes(repo):
 
 def test_replicas_change_shows_old_and_new_value_and_never_the_secret(repo):
     def change(text: str) -> str:
-        text = text.replace("      name: my-infer2\n", "      name: my-infer2\n      replicas: 2\n", 1)  # 2 + 1 + 1 = the four MPS shares
+        # 2 + 1 + 1 replicas: exactly the T4's four MPS shares
+        text = text.replace("      name: my-infer2\n", "      name: my-infer2\n      replicas: 2\n", 1)
         return text + f"  gpufleet:notebookToken:\n    secure: {SENTINEL}\n"
 
     head = pull_request(repo, "replicas", edit_dev(change))

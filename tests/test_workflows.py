@@ -111,7 +111,8 @@ def reference_problems(script: str, checkouts: tuple[str, ...] = ()) -> list[str
                 if result.returncode != 0:
                     problems.append(f"gpufleet {sub}: no such command")
                     continue
-                problems += [f"gpufleet {sub}: no option {o}" for o in options if o not in long_options(result.stdout)]
+                listed = long_options(result.stdout)
+                problems += [f"gpufleet {sub}: no option {o}" for o in options if o not in listed]
             elif SCRIPT_PATH.search(word):
                 rel = next((word[len(c) + 1:] for c in checkouts if word.startswith(c + "/")), word)
                 if not (ROOT / rel).is_file():
@@ -133,7 +134,8 @@ def test_workflow_commands_name_scripts_commands_options_and_targets_that_exist(
                           if s.get("uses", "").startswith("actions/checkout@") and "path" in s.get("with", {}))
         for step in job.get("steps", []):
             if "run" in step:
-                problems += [f"{workflow.name}: job {name}: {p}" for p in reference_problems(step["run"], checkouts)]
+                problems += [f"{workflow.name}: job {name}: {p}"
+                             for p in reference_problems(step["run"], checkouts)]
     assert problems == []
 
 

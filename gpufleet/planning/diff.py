@@ -88,7 +88,8 @@ def line_diff(path: str, old: Any, new: Any) -> list[str]:
     """A fenced ```diff block (unified diff) of two multi-line strings; ABSENT reads as empty."""
     a = "" if old is ABSENT else old
     b = "" if new is ABSENT else new
-    body = list(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{path} (old)", f"{path} (new)", lineterm=""))
+    body = list(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{path} (old)", f"{path} (new)",
+                                     lineterm=""))
     fence = "`" * max(3, max((_longest_backtick_run(line) for line in body), default=0) + 1)
     return [f"{fence}diff", *body, fence]
 

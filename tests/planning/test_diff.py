@@ -103,7 +103,8 @@ def test_plan_diff_shows_a_sharing_profile_change_as_a_line_diff_of_the_configma
     base, head = project(tmp_path, "base", text), project(tmp_path, "head", head_text)
     assert cli("plan", "--stack", "dev", "--project-dir", base, "--out", tmp_path / "base-plan",
                "--no-policies").code == 0
-    result = cli("plan", "--stack", "dev", "--project-dir", head, "--diff", tmp_path / "base-plan", "--no-policies")
+    result = cli("plan", "--stack", "dev", "--project-dir", head, "--diff", tmp_path / "base-plan",
+                 "--no-policies")
     assert result.code == 0, result.err
     configmap = result.out.split("**dev-sharing-configmap**")[1].split("\n- ")[0]
     block = configmap.split("  ```diff\n")[1].split("  ```\n")[0]

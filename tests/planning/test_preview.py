@@ -15,7 +15,8 @@ STACK = "factory-floor-edge-appliance-west-europe-01"  # stack names prefix ever
 
 def long_named_project(tmp_path):
     text = (ROOT / "Pulumi.dev.yaml").read_text().replace("namespace: myasetest1", f"namespace: {NAMESPACE}")
-    text = text.replace("name: my-infer2", f"name: {LONG.format(2)}").replace("name: my-infer3", f"name: {LONG.format(3)}")
+    for n in (2, 3):
+        text = text.replace(f"name: my-infer{n}", f"name: {LONG.format(n)}")
     d = tmp_path / "project"
     d.mkdir()
     shutil.copy(ROOT / "Pulumi.yaml", d / "Pulumi.yaml")
@@ -24,7 +25,8 @@ def long_named_project(tmp_path):
 
 
 @pytest.mark.parametrize("columns", ["80", "40"])
-def test_names_differing_only_at_the_end_are_printed_in_full_on_narrow_terminals(cli, tmp_path, monkeypatch, columns):
+def test_names_differing_only_at_the_end_are_printed_in_full_on_narrow_terminals(cli, tmp_path, monkeypatch,
+                                                                                 columns):
     monkeypatch.setenv("COLUMNS", columns)
     result = cli("plan", "--stack", STACK, "--project-dir", long_named_project(tmp_path), "--no-policies")
     assert result.code == 0, result.err
