@@ -16,7 +16,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpufleet.config._paths import NAMESPACE, yaml_path
-from gpufleet.config.stack import SECTION_KEYS, StackConfig, validate_references
+from gpufleet.config.rules import validate_references
+from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
