@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpufleet.config._paths import NAMESPACE, yaml_path
 from gpufleet.config.rules import validate_references
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
+from gpufleet.config.yaml_file import config_key_path, read_stack_document
 from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
@@ -49,25 +49,29 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     if not path.is_file():
         known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
         raise InputError(f"{path}: no such stack file; stacks here: {', '.join(known) or '(none)'}")
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise InputError(f"{path.name}: not valid YAML: {e}") from e
-    config = doc.get("config") or {}
+    doc = read_stack_document(path)
+    config = doc.get("config")
+    if config is None:
+        config = {}
     if not isinstance(config, dict):
         raise ConfigError(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
     pulumi_config: dict[str, str] = {}
     secret_keys: list[str] = []
     sections: dict[str, Any] = {}
     secrets: set[str] = set()
+    bad_keys = [ConfigIssue("config", f"key {json.dumps(key, default=str)} is not a string; allowed: "
+                            "<namespace>:<name> strings such as gpufleet:workloads")
+                for key in config if not isinstance(key, str)]
+    if bad_keys:
+        raise ConfigError(path.name, bad_keys)
     for key, value in config.items():
-        full = key if ":" in key else f"{NAMESPACE}:{key}"
+        full = config_key_path(key)
         is_secret = isinstance(value, dict) and set(value) == {"secure"}
         if is_secret:
             secret_keys.append(full)
             pulumi_config[full] = SECRET_PLACEHOLDER
         else:
-            pulumi_config[full] = value if isinstance(value, str) else json.dumps(value)
+            pulumi_config[full] = value if isinstance(value, str) else json.dumps(value, default=str)
         ns, _, short = full.partition(":")
         if ns == NAMESPACE:
             if is_secret:
@@ -93,7 +97,8 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
                                       "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
     try:
-        cfg = StackConfig.model_validate(known)
+        # One spelling: the YAML keys (camelCase, as `gpufleet schema` lists them), never the Python names.
+        cfg = StackConfig.model_validate(known, by_alias=True, by_name=False)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
         raise ConfigError(source, issues) from None
@@ -125,7 +130,9 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(list(err["loc"][:-1]))
         hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        return ConfigIssue(path, f"unknown key '{parts[-1]}'{hint}")
+        meant = did_you_mean(str(parts[-1]), allowed)
+        guess = f" (did you mean '{meant}'?)" if meant else ""
+        return ConfigIssue(path, f"unknown key '{parts[-1]}'{guess}{hint}")
     if kind == "missing":
         return ConfigIssue(path, "required key is missing")
     if kind == "union_tag_invalid" or kind == "union_tag_not_found":
@@ -137,6 +144,12 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
     return ConfigIssue(path, f"{err['msg']}; got {shown}")
 
 
+def did_you_mean(key: str, allowed: list[str]) -> str | None:
+    """The allowed key `key` is another spelling of (node_pool, NodePool, node-pool -> nodePool)."""
+    squashed = key.replace("_", "").replace("-", "").lower()
+    return next((a for a in allowed if a != key and a.replace("-", "").lower() == squashed), None)
+
+
 def _allowed_keys(parts: list) -> list[str]:
     """Field names (YAML spelling) of the model reached by following `parts` from the root."""
     from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
@@ -145,16 +158,27 @@ def _allowed_keys(parts: list) -> list[str]:
     if len(parts) >= 3 and parts[0] == "workloads" and parts[2] in WORKLOAD_KINDS:
         model = {"inference": InferenceService, "notebook": Notebook, "job": BatchJob}[parts[2]]
         parts = parts[3:]
+    dict_key_next = False
     for part in parts:
         if isinstance(part, int) or model is None:
             continue
-        field_info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part or n == part), None)
+        if dict_key_next:  # a key of a dict-valued field (a geometry or profile name), not a field
+            dict_key_next = False
+            continue
+        field_info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
         if field_info is None:
             return []
+        dict_key_next = _holds_dict(field_info.annotation)
         model = _model_in(field_info.annotation, parts)
     if model is None or not hasattr(model, "model_fields"):
         return []
     return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _holds_dict(annotation: Any) -> bool:
+    import typing
+
+    return typing.get_origin(annotation) is dict or any(_holds_dict(a) for a in typing.get_args(annotation))
 
 
 def _model_in(annotation: Any, parts: list) -> Any:
