@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import Namespace, SharingProfileName
 from gpufleet.nvidia import versions
 
 
@@ -48,13 +49,13 @@ class DevicePluginConfig(Model):
 
     mig_strategy: Literal["none", "single", "mixed"] = "none"
     """How MIG devices are advertised: none, single (as nvidia.com/gpu) or mixed (nvidia.com/mig-<profile>)."""
-    sharing_profiles: dict[str, SharingProfile] = Field(default_factory=dict)
+    sharing_profiles: dict[SharingProfileName, SharingProfile] = Field(default_factory=dict)
     """Named sharing profiles; a node pool selects one with `sharing:`."""
     default_sharing: str | None = None
     """Profile for GPU nodes that select none. Unset: such nodes do not share their GPUs."""
     chart_version: str = versions.DEVICE_PLUGIN_VERSION
     """nvidia-device-plugin chart version (standalone mode)."""
-    namespace: str = "nvidia-device-plugin"
+    namespace: Namespace = "nvidia-device-plugin"
     """Namespace of the standalone release."""
     gfd: bool = True
     """Run GPU feature discovery with the standalone plugin (labels nodes with product, memory, MIG)."""

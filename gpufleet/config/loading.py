@@ -22,7 +22,7 @@ from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
-_UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-)")
+_UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-|env-literal$|env-secret$)")
 
 
 @dataclass
@@ -79,12 +79,11 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
             else:
                 sections[short] = value
     loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets), pulumi_config, secret_keys)
-    for w in loaded.config.workloads:
-        key = getattr(w, "token_config_key", None)
-        if key and key not in secrets:
+    for key in loaded.config.secret_config_keys():
+        if key not in secrets:
             loaded.warnings.append(
                 f"{path.name}: {NAMESPACE}:{key} is not set; `pulumi up` needs it: "
-                f"pulumi config set --secret {key} <token> -s {stack}")
+                f"pulumi config set --secret {key} <value> -s {stack}")
     return loaded
 
 
@@ -111,7 +110,7 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
 def _clean_loc(loc: tuple) -> list:
     out: list = []
     for i, part in enumerate(loc):
-        if isinstance(part, str) and _UNION_TAG.match(part):
+        if isinstance(part, str) and (_UNION_TAG.match(part) or part == "[key]"):
             continue
         if isinstance(part, str) and part in WORKLOAD_KINDS and i >= 2 and loc[0] == "workloads" and isinstance(loc[1], int) and i == 2:
             continue
@@ -140,8 +139,11 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
                            f"{'missing' if kind == 'union_tag_not_found' else repr(err['input'].get('kind'))} workload kind; "
                            f"allowed: {', '.join(WORKLOAD_KINDS)}")
     value = err.get("input")
+    msg = err["msg"].removeprefix("Value error, ")
+    if kind == "value_error" and isinstance(value, (dict, list)):
+        return ConfigIssue(path, msg)  # a rule across the fields of one entry: the message names them
     shown = json.dumps(value) if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
-    return ConfigIssue(path, f"{err['msg']}; got {shown}")
+    return ConfigIssue(path, f"{msg}; got {shown}")
 
 
 def did_you_mean(key: str, allowed: list[str]) -> str | None:

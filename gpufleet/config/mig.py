@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import GeometryName
 
 
 def _kebab(name: str) -> str:
@@ -31,7 +32,7 @@ class MigDeviceGroup(Model):
 class MigConfig(Model):
     """MIG geometries applied by mig-manager to nodes labelled `nvidia.com/mig.config=<name>`."""
 
-    geometries: dict[str, list[MigDeviceGroup]] = Field(default_factory=dict)
+    geometries: dict[GeometryName, list[MigDeviceGroup]] = Field(default_factory=dict)
     """Geometry name -> mig-parted entries. `all-disabled` is always available."""
     default: str = "all-disabled"
     """Geometry for MIG-capable nodes without a label."""

@@ -7,8 +7,9 @@ from gpufleet.config._paths import yaml_path
 from gpufleet.config.aks_rules import check_aks
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import BUILTIN_GEOMETRIES, StackConfig
-from gpufleet.config.workloads import InferenceService, Notebook
+from gpufleet.config.workload_rules import check_workload
 from gpufleet.errors import ConfigIssue
+from gpufleet.k8s_names import label_value_errors
 from gpufleet.nvidia.mig_profiles import TABLES, check_geometry
 from gpufleet.nvidia.products import PRODUCTS, GpuProduct, find_product
 
@@ -21,6 +22,7 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     issues += _check_device_plugin(cfg)
     issues += _check_node_pools(cfg)
+    issues += _check_node_names(cfg)
     issues += _check_workloads(cfg)
     if cfg.cluster.aks is not None:
         issues += check_aks(cfg)
@@ -68,6 +70,11 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
         if product is None:
             issues.append(ConfigIssue(_p("nodePools", i, "gpu", "product"),
                                       f"'{pool.gpu.product}' is not a known GPU product; allowed: {', '.join(PRODUCTS)}"))
+        elif pool.gpu.count > product.max_gpus_per_node:
+            issues.append(ConfigIssue(_pool_p(cfg, i, "gpu", "count"),
+                                      f"{pool.gpu.count} {product.key} GPUs in one node; no server holds more than "
+                                      f"{product.max_gpus_per_node}; allowed: 1 to {product.max_gpus_per_node} "
+                                      "(count the nodes with `nodes` or `count`)"))
         if pool.sharing is not None and pool.sharing not in cfg.device_plugin.sharing_profiles:
             issues.append(ConfigIssue(_pool_p(cfg, i, "sharing"), f"'{pool.sharing}' is not a sharing profile; "
                                       f"allowed: {', '.join(sorted(cfg.device_plugin.sharing_profiles)) or '(none defined)'}"))
@@ -80,6 +87,29 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
         sharing = cfg.sharing_of_pool(pool)
         if sharing is not None and product is not None:
             issues += _check_pool_sharing(cfg, i, pool, product, sharing)
+    return issues
+
+
+def _check_node_names(cfg: StackConfig) -> list[ConfigIssue]:
+    """Each node in one pool, once: a node listed twice would count its GPUs twice."""
+    issues: list[ConfigIssue] = []
+    where: dict[str, tuple[int, int]] = {}
+    for i, pool in enumerate(cfg.node_pools):
+        for j, node in enumerate(pool.nodes):
+            if node in where:
+                pi, pj = where[node]
+                place = "earlier in this pool" if pi == i else f"in node pool '{cfg.node_pools[pi].name}'"
+                issues.append(ConfigIssue(_p("nodePools", i, "nodes", j),
+                                          f"'{node}' is already listed {place} (nodePools[{pi}].nodes[{pj}]); a node "
+                                          "belongs to one pool, once (its GPUs would be counted twice)"))
+            else:
+                where[node] = (i, j)
+        if len(pool.nodes) == 1 and not pool.node_selector:
+            problems = label_value_errors(pool.nodes[0])
+            if problems:  # workloads select it with nodeSelector kubernetes.io/hostname=<node>
+                issues.append(ConfigIssue(_p("nodePools", i, "nodes", 0),
+                                          f"'{pool.nodes[0]}' becomes the nodeSelector value kubernetes.io/hostname of "
+                                          f"the pool's workloads, which must be a label value: {'; '.join(problems)}"))
     return issues
 
 
@@ -159,32 +189,14 @@ def _check_workloads(cfg: StackConfig) -> list[ConfigIssue]:
         if key in seen:
             issues.append(ConfigIssue(_p("workloads", i, "name"), f"'{w.name}' is used twice in namespace '{w.namespace}'"))
         seen.add(key)
-        issues += _check_image(i, w.image)
+        issues += check_workload(i, w)
         pool = cfg.pool(w.node_pool)
         if w.node_pool is not None and pool is None:
             issues.append(ConfigIssue(_p("workloads", i, "nodePool"),
                                       f"'{w.node_pool}' is not a node pool; allowed: {', '.join(pools) or '(none defined)'}"))
         if w.gpu is not None:
             issues += _check_gpu_request(cfg, i, w, pool)
-        if isinstance(w, (InferenceService, Notebook)):
-            has_ports = isinstance(w, Notebook) or bool(w.ports)
-            svc = w.service
-            if has_ports and svc.type == "LoadBalancer" and not svc.source_ranges and not svc.public:
-                issues.append(ConfigIssue(_p("workloads", i, "service"),
-                                          "a LoadBalancer without sourceRanges is reachable from anywhere; set "
-                                          "sourceRanges (CIDRs), or public: true to allow it, or type: ClusterIP"))
     return issues
-
-
-def _check_image(i: int, image: str) -> list[ConfigIssue]:
-    if "@sha256:" in image:
-        return []
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else None
-    if tag is None or tag == "latest":
-        return [ConfigIssue(_p("workloads", i, "image"),
-                            f"'{image}' is not pinned; allowed: an image with a version tag (not latest) or an @sha256 digest")]
-    return []
 
 
 def _check_gpu_request(cfg: StackConfig, i: int, w, pool: NodePool | None) -> list[ConfigIssue]:

@@ -93,6 +93,10 @@ class StackConfig(Model):
         name = pool.sharing or self.device_plugin.default_sharing
         return self.device_plugin.sharing_profiles.get(name) if name else None
 
+    def secret_config_keys(self) -> list[str]:
+        """Every secret stack config key the workloads read (notebook tokens, secret env values)."""
+        return sorted({k for w in self.workloads for k in w.secret_config_keys()})
+
     def namespaces(self) -> list[str]:
         return sorted({w.namespace for w in self.workloads} - {"default"})
 
