@@ -161,7 +161,7 @@ def _allowed_keys(parts: list) -> list[str]:
         model = {"inference": InferenceService, "notebook": Notebook, "job": BatchJob}[parts[2]]
         parts = parts[3:]
     dict_key_next = False
-    for part in parts:
+    for part in [p for p in parts if not (isinstance(p, str) and _UNION_TAG.match(p))]:
         if isinstance(part, int) or model is None:
             continue
         if dict_key_next:  # a key of a dict-valued field (a geometry or profile name), not a field
