@@ -22,6 +22,8 @@ from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
+#: One spelling of keys: the YAML names (camelCase, as `gpufleet schema` lists them), never the Python ones.
+SPELLING = {"by_alias": True, "by_name": False}
 _UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-|env-literal$|env-secret$)")
 
 
@@ -96,8 +98,7 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
                                       "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
     try:
-        # One spelling: the YAML keys (camelCase, as `gpufleet schema` lists them), never the Python names.
-        cfg = StackConfig.model_validate(known, by_alias=True, by_name=False)
+        cfg = StackConfig.model_validate(known, **SPELLING)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
         raise ConfigError(source, issues) from None

@@ -140,9 +140,10 @@ def _structure_issues(root: yaml.MappingNode) -> list[ConfigIssue]:
                 except TypeError:
                     earlier = None
                 if earlier is not None:
+                    where = f"twice on line {line}" if earlier == line else f"lines {earlier} and {line}"
                     issues.append(ConfigIssue(render_file_path([*parts, key]),
-                                              f"duplicate key {key!r} (lines {earlier} and {line}); YAML would "
-                                              "silently keep the last one: remove or rename one"))
+                                              f"duplicate key {key!r} ({where}); YAML would silently keep the "
+                                              "last one: remove or rename one"))
                 elif key is not None:
                     try:
                         first_line[key] = line
