@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gpufleet.config._paths import NAMESPACE, yaml_path
+from gpufleet.config._paths import NAMESPACE, config_error, yaml_path
 from gpufleet.config.rules import validate_references
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.yaml_file import config_key_path, read_stack_document
@@ -56,7 +56,7 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     if config is None:
         config = {}
     if not isinstance(config, dict):
-        raise ConfigError(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
+        raise config_error(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
     pulumi_config: dict[str, str] = {}
     secret_keys: list[str] = []
     sections: dict[str, Any] = {}
@@ -65,7 +65,7 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
                             "<namespace>:<name> strings such as gpufleet:workloads")
                 for key in config if not isinstance(key, str)]
     if bad_keys:
-        raise ConfigError(path.name, bad_keys)
+        raise config_error(path.name, bad_keys)
     for key, value in config.items():
         full = config_key_path(key)
         is_secret = isinstance(value, dict) and set(value) == {"secure"}
@@ -101,10 +101,10 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
         cfg = StackConfig.model_validate(known, **SPELLING)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
-        raise ConfigError(source, issues) from None
+        raise config_error(source, issues) from None
     issues += validate_references(cfg)
     if issues:
-        raise ConfigError(source, issues)
+        raise config_error(source, issues)
     return cfg
 
 

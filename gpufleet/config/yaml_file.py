@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from gpufleet.config._paths import NAMESPACE
-from gpufleet.errors import ConfigError, ConfigIssue, InputError
+from gpufleet.config._paths import NAMESPACE, config_error
+from gpufleet.errors import ConfigIssue, InputError
 
 #: Past this many nodes (aliases expanded) a file is refused: a stack file is a few hundred.
 MAX_EXPANDED_NODES = 100_000
@@ -63,14 +63,14 @@ def read_stack_document(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise InputError(f"{name}: not valid YAML: {_one_line(e)}") from None
     if node is None:
-        raise ConfigError(name, [ConfigIssue("(document)", "the file is empty; allowed: a mapping with a `config:` "
+        raise config_error(name, [ConfigIssue("(document)", "the file is empty; allowed: a mapping with a `config:` "
                                              "key holding the gpufleet:<key> entries")])
     if not isinstance(node, yaml.MappingNode):
-        raise ConfigError(name, [ConfigIssue("(document)", f"the file is a YAML {_kind(node)} (line "
+        raise config_error(name, [ConfigIssue("(document)", f"the file is a YAML {_kind(node)} (line "
                                              f"{node.start_mark.line + 1}); allowed: a mapping with a `config:` key")])
     issues = _structure_issues(node)
     if issues:
-        raise ConfigError(name, issues)
+        raise config_error(name, issues)
     try:
         return _Loader("").construct_document(node)
     except yaml.YAMLError as e:
