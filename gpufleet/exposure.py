@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+#: The annotation cloud providers read when spec.loadBalancerSourceRanges is empty.
+SOURCE_RANGES_ANNOTATION = "service.beta.kubernetes.io/load-balancer-source-ranges"
 _EVERYTHING = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 
 
@@ -43,6 +45,15 @@ def covers_everything(ranges: Iterable[str]) -> bool:
 def split_annotation_ranges(value: str) -> list[str]:
     """The comma-separated CIDRs of the service.beta.kubernetes.io/load-balancer-source-ranges annotation."""
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def effective_source_ranges(field: Iterable[str], annotation: str | None) -> list[str]:
+    """The source ranges a cloud load balancer applies: spec.loadBalancerSourceRanges when set, else the
+    service.beta.kubernetes.io/load-balancer-source-ranges annotation."""
+    ranges = [str(r) for r in field]
+    if ranges or not annotation:
+        return ranges
+    return split_annotation_ranges(annotation)
 
 
 def is_public(ranges: Iterable[str]) -> bool:

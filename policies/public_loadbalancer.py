@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
-from gpufleet.exposure import is_public, split_annotation_ranges
+from gpufleet.exposure import SOURCE_RANGES_ANNOTATION, effective_source_ranges, is_public
 from policies._common import SERVICE_TYPE, STACK_CONFIG_PROPERTIES, config_of, dig, stack_config_for
-
-SOURCE_RANGES_ANNOTATION = "service.beta.kubernetes.io/load-balancer-source-ranges"
-
 
 def _allowed(args, namespace: str, name: str) -> bool:
     if f"{namespace}/{name}" in (config_of(args).get("allowedServices") or []):
@@ -25,10 +22,9 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
     if args.resource_type != SERVICE_TYPE or dig(args.props, "spec", "type") != "LoadBalancer":
         return
     meta = args.props.get("metadata") or {}
-    ranges = [str(r) for r in dig(args.props, "spec", "loadBalancerSourceRanges") or []]
     annotation = (meta.get("annotations") or {}).get(SOURCE_RANGES_ANNOTATION)
-    if not ranges and annotation:  # the field wins over the annotation where both are set
-        ranges = split_annotation_ranges(str(annotation))
+    ranges = effective_source_ranges(dig(args.props, "spec", "loadBalancerSourceRanges") or [],
+                                     str(annotation) if annotation else None)
     if not is_public(ranges):
         return
     namespace, name = meta.get("namespace") or "default", meta.get("name") or args.name

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from gpufleet.config._base import Model
 from gpufleet.config.k8s_types import Namespace, SharingProfileName
+from gpufleet.k8s_names import INT32_MAX
 from gpufleet.nvidia import versions
 
 
@@ -16,7 +17,7 @@ class SharedResource(Model):
 
     name: str
     """`nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under the mixed MIG strategy."""
-    replicas: int = Field(ge=2)
+    replicas: int = Field(ge=2, le=INT32_MAX)
     """How many workloads share one device (at least 2)."""
 
 
@@ -25,7 +26,7 @@ class SharingProfile(Model):
 
     strategy: Literal["timeSlicing", "mps"]
     """timeSlicing (interleaved contexts) or mps (CUDA MPS: memory and compute split evenly)."""
-    replicas: int = Field(ge=2)
+    replicas: int = Field(ge=2, le=INT32_MAX)
     """How many workloads share each GPU (at least 2). Multiplies the advertised count."""
     rename_by_default: bool = False
     """Advertise `<resource>.shared` instead of the plain name, so shared GPUs are requested explicitly."""

@@ -102,10 +102,18 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
         raise config_error(source, issues) from None
+    issues = [_plain_secret_issue(i.path) if i.path.removeprefix(f"{NAMESPACE}:") in cfg.secret_config_keys()
+              else i for i in issues]
     issues += validate_references(cfg)
     if issues:
         raise config_error(source, issues)
     return cfg
+
+
+def _plain_secret_issue(path: str) -> ConfigIssue:
+    key = path.removeprefix(f"{NAMESPACE}:")
+    return ConfigIssue(path, f"a workload reads {key} as a secret, but it is set in plain text; allowed: a secret "
+                       f"value: pulumi config set --secret {key} <value>")
 
 
 def _clean_loc(loc: tuple) -> list:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -19,7 +19,7 @@ class MigDeviceGroup(Model):
 
     model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
 
-    devices: Literal["all"] | list[int] = "all"
+    devices: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
     """`all`, or GPU indices on the node."""
     device_filter: str | list[str] | None = None
     """PCI device IDs the entry applies to (e.g. 0x20B010DE)."""

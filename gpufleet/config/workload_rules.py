@@ -8,7 +8,10 @@ from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.stack import SECTION_KEYS
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
 from gpufleet.errors import ConfigIssue
-from gpufleet.exposure import covers_everything, looks_secret
+from gpufleet.exposure import (
+    SOURCE_RANGES_ANNOTATION, covers_everything, effective_source_ranges, looks_secret, parse_cidr,
+    split_annotation_ranges,
+)
 from gpufleet.k8s_names import dns1035_label_errors, parse_image_reference
 
 
@@ -76,18 +79,29 @@ def _check_ports(i: int, w: InferenceService) -> list[ConfigIssue]:
 
 def _check_exposure(i: int, w: InferenceService | Notebook) -> list[ConfigIssue]:
     svc = w.service
+    annotation = svc.annotations.get(SOURCE_RANGES_ANNOTATION)
+    issues = []
+    if annotation is not None:
+        parts = split_annotation_ranges(annotation)
+        bad = [r for r in parts if parse_cidr(r) is None]
+        if bad or not parts:
+            what = f"holds {', '.join(repr(r) for r in bad)}, not CIDRs" if bad else "holds no CIDR"
+            issues.append(ConfigIssue(_p("workloads", i, "service", "annotations", SOURCE_RANGES_ANNOTATION),
+                                      f"'{annotation}' {what}; allowed: comma-separated CIDRs such as "
+                                      "10.0.0.0/8,192.168.0.0/16"))
     if svc.type != "LoadBalancer" or svc.public:
-        return []
-    if not svc.source_ranges:
-        return [ConfigIssue(_p("workloads", i, "service"),
-                            "a LoadBalancer without sourceRanges is reachable from anywhere; set "
-                            "sourceRanges (CIDRs), or public: true to allow it, or type: ClusterIP")]
-    if covers_everything(svc.source_ranges):
-        return [ConfigIssue(_p("workloads", i, "service", "sourceRanges"),
-                            f"{list(svc.source_ranges)} together cover every address of an IP family, so the "
-                            "LoadBalancer is reachable from anywhere; narrow the ranges, or set public: true to "
-                            "allow it")]
-    return []
+        return issues
+    ranges = effective_source_ranges(svc.source_ranges, annotation)
+    if not ranges:
+        issues.append(ConfigIssue(_p("workloads", i, "service"),
+                                  "a LoadBalancer without sourceRanges is reachable from anywhere; set "
+                                  "sourceRanges (CIDRs), or public: true to allow it, or type: ClusterIP"))
+    elif covers_everything(ranges):
+        where = "sourceRanges" if svc.source_ranges else f"annotations.{SOURCE_RANGES_ANNOTATION}"
+        issues.append(ConfigIssue(_p("workloads", i, "service", where),
+                                  f"{ranges} together cover every address of an IP family, so the LoadBalancer is "
+                                  "reachable from anywhere; narrow the ranges, or set public: true to allow it"))
+    return issues
 
 
 def _check_env(i: int, w) -> list[ConfigIssue]:

@@ -235,6 +235,18 @@ CASES = [
                  "gpufleet:workloads[0].service.sourceRanges", "reachable from anywhere", id="source ranges whose union is everything"),
     pytest.param(lambda s: s["workloads"][0]["service"].update(sourceRanges=["10.0.0.0/8", "::/0"]),
                  "gpufleet:workloads[0].service.sourceRanges", "set public: true to allow it", id="source ranges all of ipv6"),
+    pytest.param(lambda s: s["workloads"][0].update(service={"annotations": {
+                     "service.beta.kubernetes.io/load-balancer-source-ranges": "0.0.0.0/0"}}),
+                 "gpufleet:workloads[0].service.annotations.service.beta.kubernetes.io/load-balancer-source-ranges",
+                 "['0.0.0.0/0'] together cover every address", id="source ranges annotation everything"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(annotations={
+                     "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8, office"}),
+                 "gpufleet:workloads[0].service.annotations.service.beta.kubernetes.io/load-balancer-source-ranges",
+                 "'10.0.0.0/8, office' holds 'office', not CIDRs", id="source ranges annotation not cidrs"),
+    pytest.param(lambda s: s.update(devicePlugin={"sharingProfiles": {"ts": {"strategy": "timeSlicing", "replicas": 2**31}}}),
+                 "gpufleet:devicePlugin.sharingProfiles.ts.replicas", "less than or equal to 2147483647", id="sharing replicas beyond int32"),
+    pytest.param(lambda s: s.update(mig={"geometries": {"g": [{"devices": [-1], "mig-enabled": False}]}}),
+                 "gpufleet:mig.geometries.g[0].devices[0]", "greater than or equal to 0", id="negative gpu index in geometry"),
     # Secrets never as literals.
     pytest.param(lambda s: s["workloads"][0].update(env={"HF_TOKEN": "hf_abc"}), "gpufleet:workloads[0].env.HF_TOKEN",
                  "HF_TOKEN looks like a credential", id="literal token in env"),
@@ -311,6 +323,12 @@ def test_a_host_with_the_most_gpus_its_product_allows_passes():
                                 s["nodePools"].append({"name": "dgx", "nodes": ["dgx-0"],
                                                        "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "count": 8}})))
     assert [p.gpu.count for p in parse_sections(sections, "Pulumi.t.yaml").node_pools] == [20, 8]
+
+
+def test_source_ranges_in_the_annotation_restrict_a_load_balancer():
+    sections = with_(lambda s: s["workloads"][0].update(service={"annotations": {
+        "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8,192.168.0.0/16"}}))
+    assert parse_sections(sections, "Pulumi.t.yaml").workloads[0].service.source_ranges == []
 
 
 def test_public_load_balancer_passes_when_explicit():
