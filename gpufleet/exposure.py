@@ -73,3 +73,14 @@ SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "PASSWORD", "PASSWD", "PASSPHRASE",
 def looks_secret(env_name: str) -> bool:
     """HF_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, API_KEY: yes. KEYBOARD_LAYOUT, TOKENIZERS_PARALLELISM: no."""
     return any(word in SECRET_WORDS for word in re.split(r"[-_.]+", env_name.upper()))
+
+
+def is_file_path(value: str) -> bool:
+    """An absolute path such as /var/run/secrets/gcp/key.json: where a mounted credential lies, not one."""
+    return re.fullmatch(r"/[\w./-]*", value) is not None
+
+
+def literal_needs_secret(env_name: str, value: str) -> bool:
+    """A literal env value that must come from a secret instead: a credential-like name, unless the value
+    is only the path of a mounted file (GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/key.json)."""
+    return looks_secret(env_name) and not is_file_path(value)

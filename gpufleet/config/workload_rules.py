@@ -9,7 +9,7 @@ from gpufleet.config.stack import SECTION_KEYS
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
 from gpufleet.errors import ConfigIssue
 from gpufleet.exposure import (
-    SOURCE_RANGES_ANNOTATION, covers_everything, effective_source_ranges, looks_secret, parse_cidr,
+    SOURCE_RANGES_ANNOTATION, covers_everything, effective_source_ranges, literal_needs_secret, parse_cidr,
     split_annotation_ranges,
 )
 from gpufleet.k8s_names import dns1035_label_errors, parse_image_reference
@@ -107,7 +107,7 @@ def _check_exposure(i: int, w: InferenceService | Notebook) -> list[ConfigIssue]
 def _check_env(i: int, w) -> list[ConfigIssue]:
     issues = []
     for name, value in w.env.items():
-        if isinstance(value, str) and looks_secret(name):
+        if isinstance(value, str) and literal_needs_secret(name, value):
             key = _suggested_key(name)
             issues.append(ConfigIssue(
                 _p("workloads", i, "env", name),

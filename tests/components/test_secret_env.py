@@ -8,12 +8,15 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from components.batch_job import BatchJob, BatchJobArgs
 from components.inference_service import InferenceService, InferenceServiceArgs
 from components.notebook import Notebook, NotebookArgs
 from gpufleet.config.loading import load_stack
+from gpufleet.config.schema import stack_file_schema
 from gpufleet.planning.diff import diff_markdown, read_plan_document
 from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, run_program
 from gpufleet.planning.output import plan_document, write_plan
@@ -183,3 +186,7 @@ def test_secret_values_are_pulumi_secrets_even_when_given_plain(decrypted):
     plan = run_program(decrypted, program)
     (secret,) = plan.by_type("kubernetes:core/v1:Secret")
     assert secret.inputs["stringData"] == {SIG_KEY: SECRET_SIG, "value": {"HF_TOKEN": "plain"}}
+
+
+def test_gpufleet_schema_accepts_secret_env_values():
+    jsonschema.Draft202012Validator(stack_file_schema()).validate(yaml.safe_load(STACK))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet import k8s_names as kn
-from gpufleet.exposure import covers_everything, is_public, looks_secret, parse_cidr
+from gpufleet.exposure import covers_everything, is_public, literal_needs_secret, looks_secret, parse_cidr
 
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
              "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
@@ -143,3 +143,9 @@ def test_source_ranges_that_cover_an_address_family_are_public(ranges, public):
 ])
 def test_secret_looking_env_names(name, secret):
     assert looks_secret(name) is secret
+
+
+def test_a_mounted_credential_file_path_is_not_a_literal_secret():
+    assert not literal_needs_secret("GOOGLE_APPLICATION_CREDENTIALS", "/var/secrets/gcp/key.json")
+    assert literal_needs_secret("GOOGLE_APPLICATION_CREDENTIALS", '{"type": "service_account"}')
+    assert literal_needs_secret("HF_TOKEN", "hf_abc/def")
