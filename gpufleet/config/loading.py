@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from gpufleet.config.rules import validate_references
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.yaml_file import config_key_path, read_stack_document
 from gpufleet.config.workloads import WORKLOAD_KINDS
-from gpufleet.errors import ConfigError, ConfigIssue, InputError
+from gpufleet.errors import ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
 #: One spelling of keys: the YAML names (camelCase, as `gpufleet schema` lists them), never the Python ones.
@@ -187,15 +188,11 @@ def _allowed_keys(parts: list) -> list[str]:
 
 
 def _holds_dict(annotation: Any) -> bool:
-    import typing
-
     return typing.get_origin(annotation) is dict or any(_holds_dict(a) for a in typing.get_args(annotation))
 
 
 def _model_in(annotation: Any, parts: list) -> Any:
     """The pydantic model inside an annotation (list[X], dict[str, X], X | None, Annotated unions)."""
-    import typing
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
