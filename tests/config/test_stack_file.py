@@ -126,7 +126,7 @@ def test_alias_bombs_are_refused(project):
     assert "more than 100000 values once aliases are expanded" in line
 
 
-def test_plan_refuses_a_namespace_that_is_a_path_and_writes_nothing(project, cli, tmp_path):
+def test_plan_refuses_a_namespace_that_is_a_path_and_writes_nothing(project, cli):
     """Before: operator.namespace became a directory of the manifests, so ../../x wrote outside --out."""
     write(project, "config:\n  gpufleet:operator:\n    namespace: ../../escaped\n")
     out = project / "build" / "plan"

@@ -90,6 +90,45 @@ def test_loading_a_mutated_stack_succeeds_or_names_the_file_on_every_line(case):
             assert all(line.startswith(f"Pulumi.{stack}.yaml: ") for line in lines), lines
 
 
+TEXTS = {s: (ROOT / f"Pulumi.{s}.yaml").read_bytes() for s in STACKS}
+
+
+@st.composite
+def mutated_text(draw) -> tuple[str, bytes]:
+    """The file's bytes with lines repeated (duplicate keys), dropped or swapped, or junk bytes inserted."""
+    stack = draw(st.sampled_from(STACKS))
+    lines = TEXTS[stack].split(b"\n")
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        action = draw(st.sampled_from(["repeat", "drop", "swap", "junk"]))
+        if action == "repeat":
+            lines.insert(i, lines[i])
+        elif action == "drop":
+            del lines[i]
+        elif action == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            at = draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:at] + draw(st.binary(min_size=1, max_size=4)) + lines[i][at:]
+    return stack, b"\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_text())
+def test_reading_a_damaged_stack_file_succeeds_or_names_the_file_on_every_line(case):
+    stack, text = case
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
+        (project / f"Pulumi.{stack}.yaml").write_bytes(text)
+        try:
+            load_stack(stack, project)
+        except GpufleetError as e:
+            lines = str(e).splitlines()
+            assert lines and all(line.startswith(f"Pulumi.{stack}.yaml: ") for line in lines), lines
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mutated_stack())
