@@ -8,7 +8,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from gpufleet.report.model import FleetReport, GpuView, NodeRow, WorkloadView
 
-GPU_W, GPU_H, GPU_GAP, LABEL_H = 112, 40, 10, 14
+GPU_W, GPU_H, GPU_GAP, LABEL_H = 168, 84, 12, 14  # 21 px per memory slice, 12 per compute slice
 BAR_W = 200
 #: Distinct, colour-blind-friendlier colours first; then evenly turned hues.
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
@@ -31,18 +31,35 @@ def _gpu_shapes(gpus: tuple[GpuView, ...], workloads: list[WorkloadView]) -> lis
             u = uv.unit
             who = workloads[uv.workload].key if uv.workload is not None else "free"
             memory = f", {u.memory_mib} MiB" if u.memory_mib is not None else ""
-            units.append({"x": round(x0 + u.x * GPU_W + 1, 2), "y": round(LABEL_H + u.y * GPU_H + 1, 2),
+            units.append({"x": round(x0 + u.x * GPU_W + 1, 2), "y": round(LABEL_H + (1 - u.y - u.height) * GPU_H + 1, 2),
                           "w": round(max(u.width * GPU_W - 2, 1), 2), "h": round(max(u.height * GPU_H - 2, 1), 2),
                           "cls": f"w{uv.workload}" if uv.workload is not None else "free", "kind": u.kind,
                           "title": f"GPU {g}: {u.label}{memory}: {who}"})
-        out.append({"x": x0, "index": g, "label": f"{g}: {gpu.product}", "units": units,
+        out.append({"x": x0, "index": g, "label": f"GPU {g}{_layout(gpu)}", "units": units,
                     "title": f"GPU {g}: {gpu.product}" + (f", {gpu.memory_mib} MiB" if gpu.memory_mib else "")})
     return out
 
 
+def _layout(gpu: GpuView) -> str:
+    """` 7x 1g.5gb`, ` MPS x4`: what the GPU is split into."""
+    profiles: dict[str, set[int]] = {}
+    for uv in gpu.units:
+        if uv.unit.mig_profile:
+            profiles.setdefault(uv.unit.mig_profile, set()).add(uv.unit.slot)
+    parts = [f"{len(slots)}\u00d7 {p}" for p, slots in profiles.items()]
+    shared = [uv.unit.kind for uv in gpu.units if uv.unit.kind in ("mps", "time-slicing")]
+    if shared:
+        per = len(shared) // max(len({uv.unit.slot for uv in gpu.units}), 1)
+        parts.append(f"{'MPS' if shared[0] == 'mps' else 'time-sliced'} \u00d7{per}")
+    return " \u00b7 " + ", ".join(parts) if parts else ""
+
+
 def _row(row: NodeRow, workloads: list[WorkloadView]) -> dict:
     n = len(row.gpus)
-    return {"names": row.shown_names, "count": row.count, "more": row.count - len(row.shown_names),
+    products: dict[str, int] = {}
+    for g in row.gpus:
+        products[g.product] = products.get(g.product, 0) + 1
+    return {"names": row.shown_names, "products": [f"{c}\u00d7 {p}" for p, c in products.items()], "count": row.count, "more": row.count - len(row.shown_names),
             "gpus": _gpu_shapes(row.gpus, workloads),
             "width": max(n * (GPU_W + GPU_GAP) - GPU_GAP, 1), "height": LABEL_H + GPU_H,
             "pods": [(workloads[i].key, i, p) for i, p in sorted(row.pods.items())]}
