@@ -1,13 +1,14 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
+#   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev plan test bench clean charts
+.PHONY: setup setup-dev setup-browser plan test bench clean charts
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,13 +25,23 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev
 
+# The `gpufleet report` tests open the page in Debian's headless Chromium (driven by selenium).
+setup-browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else \
+	  echo "The report tests need headless Chromium: as root, run apt-get install -y chromium chromium-driver"; \
+	fi
+
 plan: setup
 	$(BIN)/gpufleet plan --stack $(STACK) --out build/plan-$(STACK)
 
 charts: setup
 	$(BIN)/gpufleet charts --stack $(STACK) --out charts/$(STACK)
 
-test: setup-dev
+test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q
 
 bench: setup
