@@ -29,6 +29,8 @@ setup-dev: $(VENV)/.installed-dev
 setup-browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
 	  :; \
+	elif command -v google-chrome >/dev/null 2>&1 && [ -x "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver" ]; then \
+	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	else \

@@ -36,7 +36,7 @@ class WorkloadView:
     expected_mib: int | None = None
     budget_mib: int | None = None
     budget_what: str = ""
-    verdict: str = "placed"  # placed | partly | pending | rejected | not checked | no GPU
+    verdict: str = "placed"  # placed | may pend | partly | pending | rejected | not checked | no GPU | running
     message: str = ""
 
 
@@ -191,6 +191,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             verdict = "no GPU"
         elif n_placed == 0 and w.replicas > 0:
             verdict = "not checked"
+        elif n_placed < w.replicas:
+            verdict = "may pend"  # fits only under another placement: the check's warning says which
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message))

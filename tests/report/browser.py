@@ -21,8 +21,10 @@ def chromium_driver():
         from selenium.webdriver.chrome.service import Service
     except ImportError:
         pytest.fail(f"selenium is not installed: {SETUP_HINT}", pytrace=False)
-    browser = _find("chromium", "chromium-browser")
-    driver = _find("chromedriver")
+    browser = os.environ.get("GPUFLEET_CHROMIUM") or _find("chromium", "chromium-browser", "google-chrome")
+    driver_dir = os.environ.get("CHROMEWEBDRIVER")  # where hosted CI images keep theirs
+    driver = os.environ.get("GPUFLEET_CHROMEDRIVER") or _find("chromedriver") or (
+        shutil.which("chromedriver", path=driver_dir) if driver_dir else None)
     if browser is None or driver is None:
         pytest.fail(f"headless Chromium is needed for the report tests and was not found: {SETUP_HINT}",
                     pytrace=False)
