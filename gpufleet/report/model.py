@@ -23,6 +23,7 @@ from gpufleet.scheduling.result import CheckResult
 POOL_LABELS = ("gpufleet.io/node-pool", "agentpool", "kubernetes.azure.com/agentpool", "cloud.google.com/gke-nodepool",
                "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
 RUNNING = "pods already running"
+DEFAULT_SCHEDULER = "default-scheduler"  # the only scheduler whose rules the check models
 ROW_NAMES_SHOWN = 3
 
 
@@ -187,10 +188,10 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         if key in verdicts:
             reason, message, pending = verdicts[key]
             verdict = reason if reason == "rejected" or pending >= w.replicas else "partly"
+        elif (w.spec.get("schedulerName") or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
+            verdict = "not checked"
         elif not request:
             verdict = "no GPU"
-        elif n_placed == 0 and w.replicas > 0:
-            verdict = "not checked"
         elif n_placed < w.replicas:
             verdict = "may pend"  # fits only under another placement: the check's warning says which
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
@@ -203,8 +204,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
     for pod in running:
         per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
-    for view in views:
-        for node, n in placed.get(view.key, []) if view.key != RUNNING else []:
+    for view in views[:running_index]:
+        for node, n in placed.get(view.key, []):
             per_node.setdefault(node, []).extend([(view.index, view.gpu_request)] * n)
     pools: dict[str, PoolView] = {}
     rows: dict[tuple, NodeRow] = {}

@@ -109,3 +109,14 @@ def test_units_drawn_per_node_match_the_pods_the_check_placed_there(nodes, workl
     assert report.nodes == len(fleet)
     assert sum(len(g.units) for p in report.pools for r in p.rows for g in r.gpus for _ in range(r.count)) == \
         sum(g * r for g, r in nodes)
+
+
+def test_workload_for_another_scheduler_is_marked_not_checked_and_takes_no_gpu():
+    node = _node("n0", {"nvidia.com/gpu.product": "Tesla-T4"}, {"nvidia.com/gpu": 2})
+    other = _deployment("volcano-job", 1, 1)
+    other["spec"]["template"]["spec"]["schedulerName"] = "volcano"
+    report = report_of("t", [node], [], [other, _deployment("mine", 1, 1)])
+    assert [(w.key, w.verdict, w.placed) for w in report.workloads] == [
+        ("Deployment/default/volcano-job", "not checked", 0), ("Deployment/default/mine", "placed", 1)]
+    [gpu0, gpu1] = report.pools[0].rows[0].gpus
+    assert (gpu0.units[0].workload, gpu1.units[0].workload) == (1, None)
