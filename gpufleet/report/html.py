@@ -90,7 +90,7 @@ def render_html(report: FleetReport) -> str:
     colours = [RUNNING_COLOUR if w.verdict == "running" else colour(w.index) for w in workloads]
     pools = [{"name": p.name, "nodes": p.nodes, "gpus": p.gpus, "gpus_used": p.gpus_used,
               "mig": p.mig_slices, "mig_used": p.mig_slices_used, "shares": p.shares, "shares_used": p.shares_used,
-              "rows": [_row(r, workloads) for r in p.rows]} for p in report.pools]
+              "pending": report.pending_in(p.name), "rows": [_row(r, workloads) for r in p.rows]} for p in report.pools]
     return _environment().get_template("report.html.j2").render(
         title=report.title, pools=pools, gpu_h=GPU_H, label_h=LABEL_H, workloads=workloads, colours=colours,
         bars={w.index: _bar(w) for w in workloads}, not_running=report.not_running, warnings=report.warnings,

@@ -16,6 +16,7 @@ from gpufleet.capacity.memory_budget import node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.report.devices import GPU, MIG_PREFIX, Gpu, Unit, node_gpus
+from gpufleet.scheduling.filters import pod_terms, static_failure
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.result import CheckResult
 
@@ -39,6 +40,7 @@ class WorkloadView:
     budget_what: str = ""
     verdict: str = "placed"  # placed | may pend | partly | pending | rejected | not checked | no GPU | running
     message: str = ""
+    pools: tuple[str, ...] = ()  # for pods left pending: the pools whose nodes pass its taint/selector filters
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ class FleetReport:
     def not_running(self) -> list[WorkloadView]:
         return [w for w in self.workloads if w.verdict in ("pending", "partly", "rejected")]
 
+    def pending_in(self, pool: str) -> list[WorkloadView]:
+        """Workloads with pods left pending that only lack capacity here (the pool's nodes pass their filters)."""
+        return [w for w in self.not_running if pool in w.pools]
+
 
 def gpu_request(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
     """The GPU resources (whole, shared, MIG) in an effective pod request."""
@@ -164,9 +170,20 @@ def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
     return out
 
 
+def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Node], pool_name, ert: bool):
+    terms = pod_terms(w.spec, requests, ert)
+    return tuple(dict.fromkeys(pool_name(n) for n in nodes if static_failure(n, terms) is None))
+
+
 def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], workloads: Sequence[PodWorkload],
-                 result: CheckResult, pool_of: dict[str, str] | None = None) -> FleetReport:
+                 result: CheckResult, pool_of: dict[str, str] | None = None, *,
+                 extended_resource_toleration: bool = False) -> FleetReport:
     """The report of a check: `workloads` as checked (input order), `result` from `check_workloads`."""
+    ert = extended_resource_toleration
+
+    def pool_name(node: Node) -> str:
+        return (pool_of or {}).get(node.name) or pool_of_node(node)
+
     by_key = {}
     for w in workloads:
         by_key.setdefault(w.key, w)
@@ -195,8 +212,10 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         elif n_placed < w.replicas:
             verdict = "may pend"  # fits only under another placement: the check's warning says which
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
+        pools = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
-                                  budget[0] if budget else None, budget[2] if budget else "", verdict, message))
+                                  budget[0] if budget else None, budget[2] if budget else "", verdict, message,
+                                  pools))
     running_index = None
     if running:
         running_index = len(views)
@@ -210,7 +229,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     pools: dict[str, PoolView] = {}
     rows: dict[tuple, NodeRow] = {}
     for node in nodes:
-        pool = (pool_of or {}).get(node.name) or pool_of_node(node)
+        pool = pool_name(node)
         pods = per_node.get(node.name, [])
         gpus = _assign(node_gpus(node), pods)
         counts: dict[int, int] = {}

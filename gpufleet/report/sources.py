@@ -16,7 +16,8 @@ def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], ma
               pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False) -> FleetReport:
     """Run the `gpufleet check` engine and draw what it placed."""
     result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
-    return build_report(title, nodes, running, workloads_of(manifests), result, pool_of)
+    return build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
+                        extended_resource_toleration=extended_resource_toleration)
 
 
 def stack_report(name: str, cfg: StackConfig) -> FleetReport:

@@ -11,13 +11,16 @@ def _cell(text: str) -> str:
 
 
 def summary_markdown(report: FleetReport) -> str:
-    """Per pool: nodes, GPUs used/free, MIG slices used/free, shares used/free; then what does not run."""
+    """Per pool: nodes, GPUs used/free, MIG slices used/free, shares used/free and the workloads pending for
+    lack of room there (their taint and selector filters pass on the pool's nodes); then what does not run."""
     lines = [f"### GPU fleet: {_cell(report.title)}", "",
-             "| pool | nodes | GPUs used | GPUs free | MIG slices used | MIG slices free | shares used | shares free |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| pool | nodes | GPUs used | GPUs free | MIG slices used | MIG slices free | shares used | shares free "
+             "| pending workloads |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in report.pools:
+        pending = ", ".join(f"`{_cell(w.key)}`" for w in report.pending_in(p.name)) or "none"
         lines.append(f"| {_cell(p.name)} | {p.nodes} | {p.gpus_used} | {p.gpus - p.gpus_used} | {p.mig_slices_used} | "
-                     f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} |")
+                     f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} | {pending} |")
     lines.append("")
     pending = report.not_running
     if pending:

@@ -56,7 +56,7 @@ def test_stack_report_writes_page_and_summary_and_exits_0_even_with_pending_work
     assert "1 not running" in r.stdout
     assert "0/1 nodes are available: 1 Insufficient nvidia.com/gpu." in (tmp_path / "out" / "r.html").read_text()
     summary = (tmp_path / "out" / "s.md").read_text()
-    assert "| edge | 1 | 1 | 0 | 0 | 0 | 3 | 1 |" in summary
+    assert "| edge | 1 | 1 | 0 | 0 | 0 | 3 | 1 | `Deployment/greed/greedy-trainer` |" in summary
     assert "`Deployment/greed/greedy-trainer` pending, 0 of 1 pod(s) placed: 0/1 nodes are available" in summary
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.html", "s.md"]  # no temporary files left
 
@@ -120,5 +120,5 @@ def test_names_from_the_input_are_escaped_on_the_page():
 
 def test_summary_counts_mig_slices_per_pool():
     summary = summary_markdown(stack_report("mig", load_stack("mig", ROOT).config))
-    assert "| a100 | 1 | 1 | 0 | 2 | 5 | 0 | 0 |" in summary
+    assert "| a100 | 1 | 1 | 0 | 2 | 5 | 0 | 0 | none |" in summary
     assert "Every workload is placed." in summary

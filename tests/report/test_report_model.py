@@ -120,3 +120,16 @@ def test_workload_for_another_scheduler_is_marked_not_checked_and_takes_no_gpu()
         ("Deployment/default/volcano-job", "not checked", 0), ("Deployment/default/mine", "placed", 1)]
     [gpu0, gpu1] = report.pools[0].rows[0].gpus
     assert (gpu0.units[0].workload, gpu1.units[0].workload) == (1, None)
+
+
+def test_pending_workload_is_counted_in_the_pools_its_selector_allows():
+    fleet = [_node(f"{pool}-{i}", {"agentpool": pool, "nvidia.com/gpu.product": "Tesla-T4"}, {"nvidia.com/gpu": 1})
+             for pool in ("a", "b") for i in range(2)]
+    greedy = _deployment("greedy", 3, 1)
+    greedy["spec"]["template"]["spec"]["nodeSelector"] = {"agentpool": "b"}
+    report = report_of("t", fleet, [], [greedy])
+    [w] = report.not_running
+    assert (w.verdict, w.placed, w.pools) == ("partly", 2, ("b",))
+    assert [x.key for x in report.pending_in("b")] == ["Deployment/default/greedy"] and report.pending_in("a") == []
+    assert "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector." \
+        == w.message
