@@ -1,6 +1,7 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
+#   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 #   make upstream-charts - fetch the pinned NVIDIA charts the tests render (needs internet access)
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev plan test bench clean charts upstream-charts
+.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,18 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev
+
+# The `gpufleet report` tests open the page in Debian's headless Chromium (driven by selenium).
+setup-browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+	  :; \
+	elif command -v google-chrome >/dev/null 2>&1 && [ -x "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver" ]; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else \
+	  echo "The report tests need headless Chromium: as root, run apt-get install -y chromium chromium-driver"; \
+	fi
 
 plan: setup
 	$(BIN)/gpufleet plan --stack $(STACK) --out build/plan-$(STACK)
@@ -44,7 +57,7 @@ upstream-charts: setup-dev
 	$$helm pull nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --destination $(UPSTREAM_CHARTS) && \
 	$$helm pull oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version 0.4.1 --destination $(UPSTREAM_CHARTS)
 
-test: setup-dev
+test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q
 
 bench: setup
