@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from gpufleet.render.workloads import env_secret_name
 
 _KINDS = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
@@ -18,6 +21,8 @@ _KINDS = {
     ("batch/v1", "Job"): k8s.batch.v1.Job,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
 }
 _BODY_FIELDS = ("spec", "data", "string_data", "type", "rules", "role_ref", "subjects")
 _WIRE = {"string_data": "stringData", "role_ref": "roleRef"}
@@ -33,6 +38,24 @@ def from_manifest(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOpti
             kwargs[field] = manifest[wire]
     kwargs.update(overrides)
     return cls(name, opts=opts, **kwargs)
+
+
+def env_secret(name: str, manifests: list[dict[str, Any]], values: Mapping[str, pulumi.Input[str]],
+               opts: pulumi.ResourceOptions):
+    """The workload's env Secret (gpufleet.render.workloads.env_secret) holding `values` (env var name ->
+    value), each made a Pulumi secret; None when the workload reads no env value from a secret."""
+    workload = next(m for m in manifests if m["kind"] in ("Deployment", "Job"))
+    wanted = env_secret_name(workload["metadata"]["name"])
+    manifest = next((m for m in manifests if m["kind"] == "Secret" and m["metadata"]["name"] == wanted), None)
+    if manifest is None:
+        return None
+    data = {key: pulumi.Output.secret(value) for key, value in sorted(values.items())}
+    return from_manifest(f"{name}-env", manifest, opts, string_data=data)
+
+
+def is_env_secret(manifest: dict[str, Any], manifests: list[dict[str, Any]]) -> bool:
+    workload = next(m for m in manifests if m["kind"] in ("Deployment", "Job"))
+    return manifest["kind"] == "Secret" and manifest["metadata"]["name"] == env_secret_name(workload["metadata"]["name"])
 
 
 def child_opts(parent: pulumi.Resource, provider: pulumi.ProviderResource | None,

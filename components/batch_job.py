@@ -7,13 +7,16 @@ from typing import Any
 
 import pulumi
 
-from components._k8s import child_opts, from_manifest
+from components._k8s import child_opts, env_secret, from_manifest
 
 
 @dataclass
 class BatchJobArgs:
     manifests: list[dict[str, Any]]
-    """The Job (gpufleet.render.workloads.batch_job)."""
+    """Env Secret (without values) when some env value is secret, and the Job
+    (gpufleet.render.workloads.batch_job)."""
+    env_secrets: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    """Env var name -> value of the workload's secret env values; made Pulumi secrets here."""
     provider: pulumi.ProviderResource | None = None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -21,6 +24,8 @@ class BatchJobArgs:
 class BatchJob(pulumi.ComponentResource):
     def __init__(self, name: str, args: BatchJobArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpufleet:index:BatchJob", name, None, opts)
-        (job,) = args.manifests
-        self.job = from_manifest(f"{name}-job", job, child_opts(self, args.provider, args.depends_on))
+        job = next(m for m in args.manifests if m["kind"] == "Job")
+        self.env_secret = env_secret(name, args.manifests, args.env_secrets, child_opts(self, args.provider, args.depends_on))
+        deps = [*args.depends_on, *([self.env_secret] if self.env_secret is not None else [])]
+        self.job = from_manifest(f"{name}-job", job, child_opts(self, args.provider, deps))
         self.register_outputs({"name": self.job.metadata.name})

@@ -100,9 +100,10 @@ class GpuStack(pulumi.ComponentResource):
         deps = [*self.gpu_stack_ready, *([self.namespaces[w.namespace]] if w.namespace in self.namespaces else [])]
         opts = pulumi.ResourceOptions(parent=self)
         cname = f"{name}-{w.namespace}-{w.name}"
+        env = {name: self._secret(key) for name, key in w.secret_env().items()}
         if w.kind == "inference":
-            return InferenceService(cname, InferenceServiceArgs(manifests, p, deps), opts)
+            return InferenceService(cname, InferenceServiceArgs(manifests, env, p, deps), opts)
         if w.kind == "notebook":
-            return Notebook(cname, NotebookArgs(manifests, self._secret(w.token_config_key), p, deps), opts)
-        return BatchJob(cname, BatchJobArgs(manifests, p, deps), opts)
+            return Notebook(cname, NotebookArgs(manifests, self._secret(w.token_config_key), env, p, deps), opts)
+        return BatchJob(cname, BatchJobArgs(manifests, env, p, deps), opts)
 

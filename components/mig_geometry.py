@@ -23,13 +23,20 @@ class MigGeometryArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
+def _child_name(name: str, manifest: dict[str, Any]) -> str:
+    """One object per kind is named by its kind; mig-manager's own ConfigMap (GPU clients) by its name, since
+    `{name}-configmap` is the geometry ConfigMap."""
+    kind = manifest["kind"].lower()
+    return f"{name}-{manifest['metadata']['name']}" if kind == "configmap" else f"{name}-{kind}"
+
+
 class MigGeometry(pulumi.ComponentResource):
     def __init__(self, name: str, args: MigGeometryArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpufleet:index:MigGeometry", name, None, opts)
         self.config_map = from_manifest(f"{name}-configmap", args.manifest,
                                         child_opts(self, args.provider, args.depends_on))
         self.mig_manager = [
-            from_manifest(f"{name}-{m['kind'].lower()}", m, child_opts(self, args.provider, [self.config_map]))
+            from_manifest(_child_name(name, m), m, child_opts(self, args.provider, [self.config_map]))
             for m in args.mig_manager
         ]
         self.register_outputs({"name": self.config_map.metadata.name})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gpufleet import __version__
 from gpufleet.charts import gitops
-from gpufleet.charts.objects import VALUES_SECTION, chart_objects, workload_key
+from gpufleet.charts.objects import VALUES_SECTION, chart_objects, env_secrets, workload_key
 from gpufleet.charts.templating import environment, template_body
 from gpufleet.charts.values import value_tree, values_lines, values_schema
 from gpufleet.config.stack import StackConfig
@@ -66,7 +66,7 @@ def chart_files(cfg: StackConfig, stack: str, out_path: str, git_url: str, revis
     files["flux/sources.yaml"] = header + _multi_doc(gitops.flux_sources(cfg, git_url, revision))
     files["flux/releases.yaml"] = header + _multi_doc(gitops.flux_releases(cfg, chart, chart_path))
     files["README.md"] = env.get_template("README.md.j2").render(
-        stack=stack, chart=chart, upstream=up, notebooks=_notes(cfg)["notebooks"])
+        stack=stack, chart=chart, upstream=up, notebooks=_notes(cfg)["notebooks"], env_secrets=env_secrets(cfg))
     return files
 
 
@@ -82,7 +82,7 @@ def _notes(cfg: StackConfig) -> dict:
         ports = [p.port for p in w.ports] if w.kind == "inference" else [w.port]
         lbs.append({"section": VALUES_SECTION[w.kind], "key": workload_key(cfg, w), "name": w.name,
                     "namespace": w.namespace, "ports": ", ".join(map(str, ports))})
-    return {"node_labels": node_labels, "notebooks": notebooks, "load_balancers": lbs}
+    return {"node_labels": node_labels, "notebooks": notebooks, "load_balancers": lbs, "env_secrets": env_secrets(cfg)}
 
 
 def write_files(files: dict[str, str], out: Path) -> list[Path]:

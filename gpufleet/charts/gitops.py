@@ -6,7 +6,9 @@ gpufleet/nvidia/versions.py); their values are gpufleet.render's, the same Pulum
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpufleet.config.stack import StackConfig
@@ -40,6 +42,28 @@ def upstream_release(cfg: StackConfig) -> UpstreamRelease | None:
                                versions.DEVICE_PLUGIN_REPO, "nvdp", cfg.device_plugin.namespace,
                                r.device_plugin_values(cfg))
     return None
+
+
+def git_root(start: Path) -> Path | None:
+    """The work tree holding `start` (which need not exist yet): the nearest ancestor with a `.git` entry.
+
+    `.git` may be a directory (a clone) or a file (a worktree or submodule); both mark a work tree root.
+    """
+    path = start.resolve()
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def repo_relative_path(out: Path, cwd: Path | None = None) -> str:
+    """Where `out` lies inside its Git repository, POSIX-style: what Argo CD's `path` and Flux's chart path
+    need, whatever the current directory. Outside any repository: relative to `cwd` (default: the current
+    directory), the best guess at where it will be committed."""
+    base = Path.cwd() if cwd is None else cwd
+    target = (out if out.is_absolute() else base / out).resolve()
+    root = git_root(target) or base.resolve()
+    return Path(os.path.relpath(target, root)).as_posix().strip("/")
 
 
 def _home_namespace(cfg: StackConfig) -> str:

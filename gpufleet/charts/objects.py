@@ -12,7 +12,7 @@ from typing import Any
 from gpufleet.config.stack import StackConfig
 from gpufleet.render import gpu_stack as r
 from gpufleet.render.mig_manager import mig_manager_objects
-from gpufleet.render.workloads import namespace, notebook_token_secret_name, workload_objects
+from gpufleet.render.workloads import env_secret_name, namespace, notebook_token_secret_name, workload_objects
 
 #: values.yaml section per workload kind.
 VALUES_SECTION = {"inference": "inference", "notebook": "notebooks", "job": "jobs"}
@@ -52,6 +52,8 @@ def _workload_objects(cfg: StackConfig, w) -> list[ChartObject]:
     prelude = (f'{{{{- $w := index .Values.{section} "{key}" }}}}',)
     out = []
     for obj in workload_objects(cfg, w):
+        if obj["kind"] == "Secret" and obj["metadata"]["name"] == env_secret_name(w.name):
+            continue  # secret env values never live in the chart: the user creates this Secret (NOTES.txt)
         subs: dict[tuple[Any, ...], str] = {}
         gate = "$w.enabled"
         if obj["kind"] in ("Deployment", "Job"):
@@ -98,6 +100,14 @@ def chart_objects(cfg: StackConfig) -> list[ChartObject]:
     for w in cfg.workloads:
         objs += _workload_objects(cfg, w)
     return objs
+
+
+def env_secrets(cfg: StackConfig) -> list[dict[str, Any]]:
+    """Per workload with secret env values: the Secret its pods read them from, which the user creates."""
+    return [{"section": VALUES_SECTION[w.kind], "key": workload_key(cfg, w), "name": w.name,
+             "namespace": w.namespace, "secret": env_secret_name(w.name),
+             "keys": sorted(w.secret_env()), "config_keys": [w.secret_env()[k] for k in sorted(w.secret_env())]}
+            for w in cfg.workloads if w.secret_env()]
 
 
 def token_secret_names(cfg: StackConfig) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from gpufleet.cli import charts, check, discover, plan, schema, validate
+from gpufleet.cli import charts, check, discover, plan, report, schema, validate
 from gpufleet.errors import GpufleetError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -17,6 +17,7 @@ app.command("check")(check.command)
 app.command("discover")(discover.command)
 app.command("charts")(charts.command)
 app.command("validate")(validate.command)
+app.command("report")(report.command)
 
 
 def main() -> None:

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from gpufleet.charts import chart_files, write_files
+from gpufleet.charts.gitops import repo_relative_path
 from gpufleet.config.loading import load_stack
 
 DEFAULT_GIT_URL = "https://git.example.com/your-org/gpufleet.git"
 
 
 def _repo_path(out: Path) -> str:
-    """Where `out` lies inside the repository (relative to the current directory when it can be)."""
-    path = Path(os.path.relpath(out.resolve(), Path.cwd())) if out.is_absolute() else out
-    return path.as_posix().strip("/")
+    """Where `out` lies inside its Git repository (not relative to the current directory)."""
+    return repo_relative_path(out)
 
 
 def command(

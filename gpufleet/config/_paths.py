@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpufleet.errors import ConfigError, ConfigIssue
+
 NAMESPACE = "gpufleet"
 
 
@@ -16,3 +18,15 @@ def yaml_path(*parts: object) -> str:
         else:
             out += f".{part}"
     return out
+
+
+def printable(text: str) -> str:
+    """`text` on one line: line breaks and other unprintable characters escaped (a key may hold any)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def config_error(source: str, issues: list[ConfigIssue]) -> ConfigError:
+    """The ConfigError for `issues`, each rendered as exactly one printable line."""
+    return ConfigError(source, [ConfigIssue(printable(i.path), printable(i.message)) for i in issues])

@@ -17,7 +17,9 @@ from pydantic import Field, field_validator, model_validator
 from gpufleet.azure.mig import AKS_MIG_PROFILES
 from gpufleet.azure.vm_sizes import VM_SIZES, VmSize, find_vm_size
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import GeometryName, LabelKey, LabelValue, SharingProfileName
 from gpufleet.config.node_pools import NodePool, PoolGpu, Taint
+from gpufleet.k8s_names import label_value_errors, qualified_name_errors
 
 #: The label AKS puts on every node with its agent pool's name.
 AGENT_POOL_LABEL = "kubernetes.azure.com/agentpool"
@@ -85,11 +87,11 @@ class GpuPool(Model):
     taints: list[str] = Field(default_factory=list)
     """Node taints as `key=value:Effect`, e.g. `sku=gpu:NoSchedule`. Workloads aimed at the pool
     (`nodePool`) tolerate them automatically."""
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Further node labels (AKS `nodeLabels`)."""
-    sharing: str | None = None
+    sharing: SharingProfileName | None = None
     """Name of a `devicePlugin.sharingProfiles` entry for these nodes (set as a node label)."""
-    mig_geometry: str | None = None
+    mig_geometry: GeometryName | None = None
     """Name of a `mig.geometries` entry the operator's mig-manager applies (set as a node label). Excludes
     `gpuInstanceProfile`."""
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
@@ -107,9 +109,14 @@ class GpuPool(Model):
     @classmethod
     def _taint_syntax(cls, value: list[str]) -> list[str]:
         for t in value:
-            if not _TAINT.match(t):
+            m = _TAINT.match(t)
+            if not m:
                 raise ValueError(f"'{t}' is not a taint; allowed: key=value:Effect with Effect NoSchedule, "
                                  "PreferNoSchedule or NoExecute (e.g. sku=gpu:NoSchedule)")
+            problems = [f"key {p}" for p in qualified_name_errors(m["key"])]
+            problems += [f"value {p}" for p in label_value_errors(m["value"] or "")]
+            if problems:
+                raise ValueError(f"'{t}' is not a valid taint: {'; '.join(problems)}")
         return value
 
     @model_validator(mode="after")

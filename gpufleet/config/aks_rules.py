@@ -10,7 +10,8 @@ from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.azure.vm_sizes import VM_SIZES
 from gpufleet.config.aks import AGENT_POOL_LABEL, GpuPool
 from gpufleet.config.node_pools import Taint
-from gpufleet.config.stack import StackConfig, _p
+from gpufleet.config._paths import yaml_path as _p
+from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import Toleration
 from gpufleet.errors import ConfigIssue
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import ObjectName
 from gpufleet.config.aks import AksConfig
 from gpufleet.nvidia.runtime_presets import PRESETS
 
@@ -29,7 +30,7 @@ class RuntimeConfig(Model):
     """Host path of the drop-in file the toolkit writes (RUNTIME_DROP_IN_CONFIG). Defaults to the operator's."""
     config_source: str | None = None
     """Where the toolkit reads the current config from (RUNTIME_CONFIG_SOURCE), e.g. `file`."""
-    runtime_class: str = "nvidia"
+    runtime_class: ObjectName = "nvidia"
     """Name of the RuntimeClass and containerd runtime handler. Defaults to nvidia."""
     set_as_default: bool | None = None
     """Make nvidia containerd's default runtime (NVIDIA_RUNTIME_SET_AS_DEFAULT). Unset: the operator decides

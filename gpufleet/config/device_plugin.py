@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import Namespace, SharingProfileName
+from gpufleet.k8s_names import INT32_MAX
 from gpufleet.nvidia import versions
 
 
@@ -15,7 +17,7 @@ class SharedResource(Model):
 
     name: str
     """`nvidia.com/gpu`, or `nvidia.com/mig-<profile>` under the mixed MIG strategy."""
-    replicas: int = Field(ge=2)
+    replicas: int = Field(ge=2, le=INT32_MAX)
     """How many workloads share one device (at least 2)."""
 
 
@@ -24,7 +26,7 @@ class SharingProfile(Model):
 
     strategy: Literal["timeSlicing", "mps"]
     """timeSlicing (interleaved contexts) or mps (CUDA MPS: memory and compute split evenly)."""
-    replicas: int = Field(ge=2)
+    replicas: int = Field(ge=2, le=INT32_MAX)
     """How many workloads share each GPU (at least 2). Multiplies the advertised count."""
     rename_by_default: bool = False
     """Advertise `<resource>.shared` instead of the plain name, so shared GPUs are requested explicitly."""
@@ -48,13 +50,13 @@ class DevicePluginConfig(Model):
 
     mig_strategy: Literal["none", "single", "mixed"] = "none"
     """How MIG devices are advertised: none, single (as nvidia.com/gpu) or mixed (nvidia.com/mig-<profile>)."""
-    sharing_profiles: dict[str, SharingProfile] = Field(default_factory=dict)
+    sharing_profiles: dict[SharingProfileName, SharingProfile] = Field(default_factory=dict)
     """Named sharing profiles; a node pool selects one with `sharing:`."""
     default_sharing: str | None = None
     """Profile for GPU nodes that select none. Unset: such nodes do not share their GPUs."""
     chart_version: str = versions.DEVICE_PLUGIN_VERSION
     """nvidia-device-plugin chart version (standalone mode)."""
-    namespace: str = "nvidia-device-plugin"
+    namespace: Namespace = "nvidia-device-plugin"
     """Namespace of the standalone release."""
     gfd: bool = True
     """Run GPU feature discovery with the standalone plugin (labels nodes with product, memory, MIG)."""

@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from gpufleet.config._paths import NAMESPACE, yaml_path
+from gpufleet.config._paths import NAMESPACE, config_error, yaml_path
 from gpufleet.config.model import memory_conflicts
-from gpufleet.config.stack import SECTION_KEYS, StackConfig, validate_references
+from gpufleet.config.rules import validate_references
+from gpufleet.config.stack import SECTION_KEYS, StackConfig
+from gpufleet.config.yaml_file import config_key_path, read_stack_document
 from gpufleet.config.workloads import WORKLOAD_KINDS
-from gpufleet.errors import ConfigError, ConfigIssue, InputError
+from gpufleet.errors import ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
-_UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-)")
+#: One spelling of keys: the YAML names (camelCase, as `gpufleet schema` lists them), never the Python ones.
+SPELLING = {"by_alias": True, "by_name": False}
+_UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-|env-literal$|env-secret$)")
 
 
 @dataclass
@@ -49,25 +53,29 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     if not path.is_file():
         known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
         raise InputError(f"{path}: no such stack file; stacks here: {', '.join(known) or '(none)'}")
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise InputError(f"{path.name}: not valid YAML: {e}") from e
-    config = doc.get("config") or {}
+    doc = read_stack_document(path)
+    config = doc.get("config")
+    if config is None:
+        config = {}
     if not isinstance(config, dict):
-        raise ConfigError(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
+        raise config_error(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
     pulumi_config: dict[str, str] = {}
     secret_keys: list[str] = []
     sections: dict[str, Any] = {}
     secrets: set[str] = set()
+    bad_keys = [ConfigIssue("config", f"key {json.dumps(key, default=str)} is not a string; allowed: "
+                            "<namespace>:<name> strings such as gpufleet:workloads")
+                for key in config if not isinstance(key, str)]
+    if bad_keys:
+        raise config_error(path.name, bad_keys)
     for key, value in config.items():
-        full = key if ":" in key else f"{NAMESPACE}:{key}"
+        full = config_key_path(key)
         is_secret = isinstance(value, dict) and set(value) == {"secure"}
         if is_secret:
             secret_keys.append(full)
             pulumi_config[full] = SECRET_PLACEHOLDER
         else:
-            pulumi_config[full] = value if isinstance(value, str) else json.dumps(value)
+            pulumi_config[full] = value if isinstance(value, str) else json.dumps(value, default=str)
         ns, _, short = full.partition(":")
         if ns == NAMESPACE:
             if is_secret:
@@ -77,12 +85,11 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets, project_dir), pulumi_config,
                          secret_keys)
     loaded.warnings += [f"{path.name}: {m}" for m in memory_conflicts(loaded.config.workloads)]
-    for w in loaded.config.workloads:
-        key = getattr(w, "token_config_key", None)
-        if key and key not in secrets:
+    for key in loaded.config.secret_config_keys():
+        if key not in secrets:
             loaded.warnings.append(
                 f"{path.name}: {NAMESPACE}:{key} is not set; `pulumi up` needs it: "
-                f"pulumi config set --secret {key} <token> -s {stack}")
+                f"pulumi config set --secret {key} <value> -s {stack}")
     return loaded
 
 
@@ -99,20 +106,28 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
                                       "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
     try:
-        cfg = StackConfig.model_validate(known, context={"project_dir": project_dir})
+        cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
-        raise ConfigError(source, issues) from None
+        raise config_error(source, issues) from None
+    issues = [_plain_secret_issue(i.path) if i.path.removeprefix(f"{NAMESPACE}:") in cfg.secret_config_keys()
+              else i for i in issues]
     issues += validate_references(cfg)
     if issues:
-        raise ConfigError(source, issues)
+        raise config_error(source, issues)
     return cfg
+
+
+def _plain_secret_issue(path: str) -> ConfigIssue:
+    key = path.removeprefix(f"{NAMESPACE}:")
+    return ConfigIssue(path, f"a workload reads {key} as a secret, but it is set in plain text; allowed: a secret "
+                       f"value: pulumi config set --secret {key} <value>")
 
 
 def _clean_loc(loc: tuple) -> list:
     out: list = []
     for i, part in enumerate(loc):
-        if isinstance(part, str) and _UNION_TAG.match(part):
+        if isinstance(part, str) and (_UNION_TAG.match(part) or part == "[key]"):
             continue
         if isinstance(part, str) and part in WORKLOAD_KINDS and i >= 2 and loc[0] == "workloads" and isinstance(loc[1], int) and i == 2:
             continue
@@ -131,7 +146,9 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(list(err["loc"][:-1]))
         hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        return ConfigIssue(path, f"unknown key '{parts[-1]}'{hint}")
+        meant = did_you_mean(str(parts[-1]), allowed)
+        guess = f" (did you mean '{meant}'?)" if meant else ""
+        return ConfigIssue(path, f"unknown key '{parts[-1]}'{guess}{hint}")
     if kind == "missing":
         return ConfigIssue(path, "required key is missing")
     if kind == "union_tag_invalid" or kind == "union_tag_not_found":
@@ -139,8 +156,17 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
                            f"{'missing' if kind == 'union_tag_not_found' else repr(err['input'].get('kind'))} workload kind; "
                            f"allowed: {', '.join(WORKLOAD_KINDS)}")
     value = err.get("input")
+    msg = err["msg"].removeprefix("Value error, ")
+    if kind == "value_error" and isinstance(value, (dict, list)):
+        return ConfigIssue(path, msg)  # a rule across the fields of one entry: the message names them
     shown = json.dumps(value) if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
-    return ConfigIssue(path, f"{err['msg']}; got {shown}")
+    return ConfigIssue(path, f"{msg}; got {shown}")
+
+
+def did_you_mean(key: str, allowed: list[str]) -> str | None:
+    """The allowed key `key` is another spelling of (node_pool, NodePool, node-pool -> nodePool)."""
+    squashed = key.replace("_", "").replace("-", "").lower()
+    return next((a for a in allowed if a != key and a.replace("-", "").lower() == squashed), None)
 
 
 def _allowed_keys(parts: list) -> list[str]:
@@ -151,22 +177,29 @@ def _allowed_keys(parts: list) -> list[str]:
     if len(parts) >= 3 and parts[0] == "workloads" and parts[2] in WORKLOAD_KINDS:
         model = {"inference": InferenceService, "notebook": Notebook, "job": BatchJob}[parts[2]]
         parts = parts[3:]
-    for part in parts:
+    dict_key_next = False
+    for part in [p for p in parts if not (isinstance(p, str) and _UNION_TAG.match(p))]:
         if isinstance(part, int) or model is None:
             continue
-        field_info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part or n == part), None)
+        if dict_key_next:  # a key of a dict-valued field (a geometry or profile name), not a field
+            dict_key_next = False
+            continue
+        field_info = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
         if field_info is None:
             return []
+        dict_key_next = _holds_dict(field_info.annotation)
         model = _model_in(field_info.annotation, parts)
     if model is None or not hasattr(model, "model_fields"):
         return []
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
+def _holds_dict(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is dict or any(_holds_dict(a) for a in typing.get_args(annotation))
+
+
 def _model_in(annotation: Any, parts: list) -> Any:
     """The pydantic model inside an annotation (list[X], dict[str, X], X | None, Annotated unions)."""
-    import typing
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import GeometryName
 
 
 def _kebab(name: str) -> str:
@@ -18,7 +19,7 @@ class MigDeviceGroup(Model):
 
     model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True)
 
-    devices: Literal["all"] | list[int] = "all"
+    devices: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
     """`all`, or GPU indices on the node."""
     device_filter: str | list[str] | None = None
     """PCI device IDs the entry applies to (e.g. 0x20B010DE)."""
@@ -31,7 +32,7 @@ class MigDeviceGroup(Model):
 class MigConfig(Model):
     """MIG geometries applied by mig-manager to nodes labelled `nvidia.com/mig.config=<name>`."""
 
-    geometries: dict[str, list[MigDeviceGroup]] = Field(default_factory=dict)
+    geometries: dict[GeometryName, list[MigDeviceGroup]] = Field(default_factory=dict)
     """Geometry name -> mig-parted entries. `all-disabled` is always available."""
     default: str = "all-disabled"
     """Geometry for MIG-capable nodes without a label."""

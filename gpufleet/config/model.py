@@ -162,6 +162,18 @@ def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] = 
     return issues
 
 
+def check_model(i: int, w) -> list[ConfigIssue]:
+    """The problems of workload i's `model:` block (with its GPU request and, for vLLM images, its flags)."""
+    from gpufleet.config._paths import yaml_path
+
+    if w.gpu is None:
+        return [ConfigIssue(yaml_path("workloads", i, "gpu"), "required with model: the model's memory is checked "
+                            "against the GPU (or share) the workload requests")]
+    argv = [*(w.command or []), *(w.args or [])] if "vllm" in w.image.lower() else []
+    return model_issues(yaml_path("workloads", i, "model"), w.model, w.gpu.count, argv,
+                        yaml_path("workloads", i, "args" if w.args else "command"))
+
+
 def _flag_issues(path: str, model: ModelSpec, argv, args_path: str) -> list[ConfigIssue]:
     from gpufleet.nvidia.model_budget import VLLM_FLAGS, cli_flag
 

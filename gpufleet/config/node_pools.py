@@ -7,13 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import DnsLabel, GeometryName, LabelKey, LabelValue, NodeName, SharingProfileName, TaintKey, TaintValue
+from gpufleet.k8s_names import INT32_MAX
 
 
 class Taint(Model):
     """A node taint (`key=value:effect`)."""
 
-    key: str
-    value: str = ""
+    key: TaintKey
+    value: TaintValue = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
@@ -23,7 +25,7 @@ class PoolGpu(Model):
     product: str
     """GPU model as GFD labels it, e.g. Tesla-T4, A100-PCIE-40GB, NVIDIA-H100-80GB-HBM3."""
     count: int = Field(default=1, ge=1)
-    """Physical GPUs per node."""
+    """Physical GPUs per node (at most what one server of the product holds)."""
 
 
 class PoolResources(Model):
@@ -33,7 +35,7 @@ class PoolResources(Model):
     """Allocatable CPU per node (a Kubernetes quantity, e.g. "8" or "7500m")."""
     memory: str | None = None
     """Allocatable memory per node (e.g. "30Gi")."""
-    pods: int = 110
+    pods: int = Field(default=110, ge=1, le=INT32_MAX)
     """Maximum pods per node (kubelet maxPods). Defaults to 110."""
     ephemeral_storage: str | None = None
     """Allocatable ephemeral storage per node."""
@@ -42,23 +44,23 @@ class PoolResources(Model):
 class NodePool(Model):
     """A set of identical GPU nodes."""
 
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    name: DnsLabel
     """Pool name (a DNS label)."""
-    nodes: list[str] = Field(default_factory=list)
+    nodes: list[NodeName] = Field(default_factory=list)
     """Node names. gpufleet labels these nodes for their sharing profile and MIG geometry."""
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Labels that select the pool's nodes (used by workloads aimed at the pool)."""
-    count: int | None = Field(default=None, ge=0)
+    count: int | None = Field(default=None, ge=0, le=INT32_MAX)
     """Number of nodes, where `nodes` does not list them (capacity planning)."""
     gpu: PoolGpu
     taints: list[Taint] = Field(default_factory=list)
     """Taints on the pool's nodes; workloads aimed at the pool tolerate them."""
-    sharing: str | None = None
+    sharing: SharingProfileName | None = None
     """Name of a `devicePlugin.sharingProfiles` entry applied to these nodes."""
-    mig_geometry: str | None = None
+    mig_geometry: GeometryName | None = None
     """Name of a `mig.geometries` entry applied to these nodes."""
     resources: PoolResources = Field(default_factory=PoolResources)
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Further labels the nodes carry (for capacity planning and selectors)."""
 
     def node_count(self) -> int:

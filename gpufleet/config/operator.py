@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gpufleet.config._base import Model
+from gpufleet.config.k8s_types import Namespace
 from gpufleet.nvidia import versions
 
 
@@ -46,7 +47,7 @@ class OperatorConfig(Model):
 
     chart_version: str = versions.GPU_OPERATOR_VERSION
     """gpu-operator chart version, with the leading v. Defaults to v26.7.0."""
-    namespace: str = "gpu-operator"
+    namespace: Namespace = "gpu-operator"
     """Namespace of the release."""
     driver: DriverConfig = Field(default_factory=DriverConfig)
     toolkit: ToolkitConfig = Field(default_factory=ToolkitConfig)
@@ -56,5 +57,5 @@ class OperatorConfig(Model):
     """Deploy Node Feature Discovery with the operator; false where NFD already runs."""
     cdi: bool = True
     """Use CDI for device injection (the chart default since v25.10)."""
-    timeout_seconds: int = Field(default=900, ge=60)
+    timeout_seconds: int = Field(default=900, ge=60, le=86400)
     """How long `pulumi up` waits for the release to become ready (driver builds take minutes)."""

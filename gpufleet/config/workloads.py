@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from gpufleet.config._base import Model
 from gpufleet.config.model import ModelSpec
-
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+from gpufleet.config.k8s_types import (
+    AnnotationKey, Cidr, EnvName, ImageReference, LabelKey, LabelValue, Namespace, DnsLabel, PortName, SecretName,
+    TaintKey, TaintValue,
+)
+from gpufleet.k8s_names import INT32_MAX
 
 
 class GpuRequest(Model):
     """What GPU a workload's container gets."""
 
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=INT32_MAX)
     """Whole GPUs, shared GPUs or MIG instances per pod (an integer: the API server rejects fractions)."""
     shared: bool = False
     """Take a share of a GPU from the node pool's sharing profile (time-slicing or MPS)."""
     profile: str | None = None
     """MIG profile, e.g. 1g.5gb, on a pool with a MIG geometry."""
-    memory_mib: int | None = Field(default=None, ge=1, alias="memoryMiB")
+    memory_mib: int | None = Field(default=None, ge=1, le=INT32_MAX, alias="memoryMiB")
     """GPU memory the workload expects to use, in MiB; checked against what it will get."""
     visible_devices: str | None = None
     """platform-managed mode only: GPU indices the platform exposes (NVIDIA_VISIBLE_DEVICES), with no
@@ -29,15 +32,27 @@ class GpuRequest(Model):
 
 
 class Toleration(Model):
-    key: str | None = None
+    """A pod toleration (as in the pod spec)."""
+
+    key: TaintKey | None = None
     operator: Literal["Exists", "Equal"] = "Equal"
-    value: str | None = None
+    value: TaintValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _operator_rules(self):
+        """The API server's toleration rules: no key means every taint (operator Exists); Exists has no value."""
+        if not self.key and self.operator != "Exists":
+            raise ValueError("operator must be Exists when `key` is empty, which means \"match all values and all keys\"")
+        if self.operator == "Exists" and self.value:
+            raise ValueError(f"value must be empty when `operator` is 'Exists'; got {self.value!r}")
+        return self
 
 
 class Port(Model):
     port: int = Field(ge=1, le=65535)
-    name: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15)
+    name: PortName | None = None
+    """Port name (IANA service name); defaults to port-<port>."""
     protocol: Literal["TCP", "UDP"] = "TCP"
     target_port: int | None = Field(default=None, ge=1, le=65535)
     """Container port; defaults to `port`."""
@@ -48,8 +63,8 @@ class Probe(Model):
 
     port: int = Field(ge=1, le=65535)
     path: str | None = None
-    initial_delay_seconds: int = Field(default=0, ge=0)
-    period_seconds: int = Field(default=10, ge=1)
+    initial_delay_seconds: int = Field(default=0, ge=0, le=INT32_MAX)
+    period_seconds: int = Field(default=10, ge=1, le=INT32_MAX)
 
 
 class Probes(Model):
@@ -61,11 +76,32 @@ class ServiceExposure(Model):
     """How the workload is reached."""
 
     type: Literal["LoadBalancer", "ClusterIP", "NodePort"] = "LoadBalancer"
-    source_ranges: list[str] = Field(default_factory=list)
+    source_ranges: list[Cidr] = Field(default_factory=list)
     """CIDRs allowed through the LoadBalancer (loadBalancerSourceRanges)."""
     public: bool = False
     """Allow a LoadBalancer with no source ranges, reachable from anywhere. Must be explicit."""
-    annotations: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[AnnotationKey, str] = Field(default_factory=dict)
+
+
+#: A Pulumi config key name (the part after `gpufleet:`).
+CONFIG_KEY = r"^[A-Za-z][A-Za-z0-9_-]*$"
+
+
+class SecretEnv(Model):
+    """An env value taken from a secret stack config key (`pulumi config set --secret <key> ...`)."""
+
+    secret_config_key: str = Field(pattern=CONFIG_KEY, max_length=128)
+    """The `gpufleet:` config key holding the value. It reaches the cluster as a Kubernetes Secret
+    (`<workload>-env`), never as plain text."""
+
+
+def _env_kind(value: Any) -> str:
+    return "env-secret" if isinstance(value, (dict, SecretEnv)) else "env-literal"
+
+
+#: An env value: a literal string, or `{secretConfigKey: <key>}`.
+EnvValue = Annotated[Union[Annotated[str, Tag("env-literal")], Annotated[SecretEnv, Tag("env-secret")]],
+                     Discriminator(_env_kind)]
 
 
 class ContainerResources(Model):
@@ -76,30 +112,45 @@ class ContainerResources(Model):
 
 
 class _Workload(Model):
-    name: str = Field(pattern=DNS_LABEL, max_length=63)
-    namespace: str = Field(default="default", pattern=DNS_LABEL, max_length=63)
-    image: str
+    name: DnsLabel
+    """Name of the Deployment / Job (and Service): a lowercase RFC 1123 label; a DNS-1035 label (starting
+    with a letter) when the workload gets a Service."""
+    namespace: Namespace = "default"
+    image: ImageReference
     """Container image with a pinned tag or digest (never `latest`)."""
     node_pool: str | None = None
     """Node pool the workload runs on: it selects the pool's nodes and tolerates its taints."""
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     gpu: GpuRequest | None = None
     model: ModelSpec | None = None
     """The model served (inference engines): its GPU memory need replaces gpu.memoryMiB (docs/model-memory.md)."""
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    """Environment variables: a literal value, or `{secretConfigKey: <key>}` for a secret stack config key.
+    Names that look like credentials (TOKEN, PASSWORD, SECRET, KEY, ...) must use secretConfigKey."""
     command: list[str] | None = None
     args: list[str] | None = None
     resources: ContainerResources = Field(default_factory=ContainerResources)
-    image_pull_secrets: list[str] = Field(default_factory=list)
+    image_pull_secrets: list[SecretName] = Field(default_factory=list)
     """Names of existing docker-registry Secrets in the namespace (references only, never credentials)."""
+
+    def literal_env(self) -> dict[str, str]:
+        return {k: v for k, v in self.env.items() if isinstance(v, str)}
+
+    def secret_env(self) -> dict[str, str]:
+        """Env var name -> the secret stack config key it is read from."""
+        return {k: v.secret_config_key for k, v in self.env.items() if isinstance(v, SecretEnv)}
+
+    def secret_config_keys(self) -> list[str]:
+        """Secret stack config keys this workload reads (`pulumi up` needs each set)."""
+        return sorted(set(self.secret_env().values()))
 
 
 class InferenceService(_Workload):
     """A Deployment behind a Service (LoadBalancer by default). No ports: no Service."""
 
     kind: Literal["inference"]
-    replicas: int = Field(default=1, ge=0)
+    replicas: int = Field(default=1, ge=0, le=INT32_MAX)
     ports: list[Port] = Field(default_factory=list)
     probes: Probes = Field(default_factory=Probes)
     service: ServiceExposure = Field(default_factory=ServiceExposure)
@@ -110,8 +161,11 @@ class Notebook(_Workload):
 
     kind: Literal["notebook"]
     port: int = Field(default=8888, ge=1, le=65535)
-    token_config_key: str = "notebookToken"
+    token_config_key: str = Field(default="notebookToken", pattern=CONFIG_KEY, max_length=128)
     """Stack config key holding the token (`pulumi config set --secret <key> ...`)."""
+
+    def secret_config_keys(self) -> list[str]:
+        return sorted({*super().secret_config_keys(), self.token_config_key})
     service: ServiceExposure = Field(default_factory=ServiceExposure)
 
 
@@ -119,10 +173,10 @@ class BatchJob(_Workload):
     """A Kubernetes Job."""
 
     kind: Literal["job"]
-    completions: int = Field(default=1, ge=1)
-    parallelism: int = Field(default=1, ge=1)
-    backoff_limit: int = Field(default=2, ge=0)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    completions: int = Field(default=1, ge=1, le=INT32_MAX)
+    parallelism: int = Field(default=1, ge=1, le=INT32_MAX)
+    backoff_limit: int = Field(default=2, ge=0, le=INT32_MAX)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
 Workload = Annotated[Union[InferenceService, Notebook, BatchJob], Field(discriminator="kind")]

@@ -75,8 +75,14 @@ TABLES: dict[str, MigTable] = {
     }),
 }
 
-#: Suffix variants that share their base profile's placement rules (`+me` is capped at one instance).
+#: Media-extension profiles (`+me`): they own the GPU's single set of media engines (NVDEC, NVJPG, OFA),
+#: so one GPU holds at most one `+me` instance in total, whichever `+me` profile it is.
 _ME_SUFFIX = "+me"
+MAX_MEDIA_EXTENSION_INSTANCES = 1
+
+
+def is_media_extension(profile: str) -> bool:
+    return _ME_SUFFIX in profile
 
 
 def table_for(table_name: str) -> MigTable:
@@ -103,6 +109,11 @@ def check_geometry(table: MigTable, devices: dict[str, int]) -> list[str]:
             problems.append(f"'{name}': count {count} is negative")
         elif count > profile.max_count:
             problems.append(f"'{name}': {count} instances requested, at most {profile.max_count} fit on one GPU")
+    me = {n: c for n, c in devices.items() if is_media_extension(n) and c > 0}
+    if not problems and sum(me.values()) > MAX_MEDIA_EXTENSION_INSTANCES:
+        shown = ", ".join(f"{c}x '{n}'" for n, c in sorted(me.items()))
+        problems.append(f"{shown}: {sum(me.values())} media-extension (+me) instances requested, at most "
+                        f"{MAX_MEDIA_EXTENSION_INSTANCES} fits on one GPU (it owns the GPU's media engines)")
     if problems:
         return problems
     if sum(devices.values()) == 0:

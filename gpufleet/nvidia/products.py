@@ -9,6 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+#: SXM parts sit on NVIDIA HGX baseboards: 8 GPUs per board for A100 (HGX A100 8-GPU, DGX A100),
+#: H100 / H200 (HGX H100 / H200 8-GPU, DGX H100 / H200) and B200 (HGX B200, DGX B200); one board per node.
+HGX_8 = 8
+#: V100 SXM2: DGX-2 and HGX-2 join two 8-GPU baseboards through NVSwitch, 16 GPUs in one node.
+HGX2_V100 = 16
+#: PCIe cards: the largest PCIe GPU servers take 20 single-slot cards (e.g. Supermicro SuperServer
+#: 6049GP-TRT with 20 Tesla T4) and fewer double-width ones; a generic ceiling for every PCIe product.
+PCIE_SERVER_MAX = 20
+
+
 @dataclass(frozen=True)
 class GpuProduct:
     """One GPU model as Kubernetes sees it."""
@@ -22,6 +32,8 @@ class GpuProduct:
     mig_table: str | None = None
     #: PCI device ID (for mig-parted `device-filter`), where known.
     pci_device_id: str | None = None
+    #: Most GPUs of this product one node can hold (see the HGX_* / PCIE_* constants for the sources).
+    max_gpus_per_node: int = PCIE_SERVER_MAX
 
     @property
     def mig_capable(self) -> bool:
@@ -39,18 +51,18 @@ PRODUCTS: dict[str, GpuProduct] = {
         GpuProduct("Tesla-T4", "Tesla-T4", 15360, (7, 5), "turing"),
         GpuProduct("Tesla-M60", "Tesla-M60", 8192, (5, 2), "maxwell"),
         GpuProduct("GRID-K520", "GRID-K520", 4096, (3, 0), "kepler"),
-        GpuProduct("Tesla-V100-SXM2-16GB", "Tesla-V100-SXM2-16GB", 16384, (7, 0), "volta"),
+        GpuProduct("Tesla-V100-SXM2-16GB", "Tesla-V100-SXM2-16GB", 16384, (7, 0), "volta", max_gpus_per_node=HGX2_V100),
         GpuProduct("NVIDIA-A10", "NVIDIA-A10", 23028, (8, 6), "ampere"),
         GpuProduct("A100-PCIE-40GB", "A100-PCIE-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20F1"),
-        GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0"),
+        GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0", HGX_8),
         GpuProduct("NVIDIA-A100-80GB-PCIe", "NVIDIA-A100-80GB-PCIe", 81920, (8, 0), "ampere", "80GB", "0x20B5"),
-        GpuProduct("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", 81920, (8, 0), "ampere", "80GB", "0x20B2"),
+        GpuProduct("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", 81920, (8, 0), "ampere", "80GB", "0x20B2", HGX_8),
         GpuProduct("NVIDIA-A30", "NVIDIA-A30", 24576, (8, 0), "ampere", "A30", "0x20B7"),
-        GpuProduct("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3", 81559, (9, 0), "hopper", "80GB", "0x2330"),
+        GpuProduct("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3", 81559, (9, 0), "hopper", "80GB", "0x2330", HGX_8),
         GpuProduct("NVIDIA-H100-PCIe", "NVIDIA-H100-PCIe", 81559, (9, 0), "hopper", "80GB", "0x2331"),
         GpuProduct("NVIDIA-H100-NVL", "NVIDIA-H100-NVL", 95830, (9, 0), "hopper", "H100-NVL", "0x2321"),
-        GpuProduct("NVIDIA-H200", "NVIDIA-H200", 143771, (9, 0), "hopper", "H200", "0x2335"),
-        GpuProduct("NVIDIA-B200", "NVIDIA-B200", 183359, (10, 0), "blackwell", "B200", "0x2901"),
+        GpuProduct("NVIDIA-H200", "NVIDIA-H200", 143771, (9, 0), "hopper", "H200", "0x2335", HGX_8),
+        GpuProduct("NVIDIA-B200", "NVIDIA-B200", 183359, (10, 0), "blackwell", "B200", "0x2901", HGX_8),
         GpuProduct("NVIDIA-L4", "NVIDIA-L4", 23034, (8, 9), "ada-lovelace"),
         GpuProduct("NVIDIA-L40S", "NVIDIA-L40S", 46068, (8, 9), "ada-lovelace"),
     ]

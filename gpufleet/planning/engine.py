@@ -131,9 +131,8 @@ def run_program(loaded: LoadedStack, program: Callable[[], Any] | None = None, p
 
     config = dict(loaded.pulumi_config)
     secret_keys = list(loaded.secret_keys)
-    for w in loaded.config.workloads:  # missing notebook tokens: plan with a placeholder (warned by the loader)
-        key = getattr(w, "token_config_key", None)
-        if key and f"{NAMESPACE}:{key}" not in config:
+    for key in loaded.config.secret_config_keys():  # missing secrets: plan with a placeholder (the loader warns)
+        if f"{NAMESPACE}:{key}" not in config:
             config[f"{NAMESPACE}:{key}"] = SECRET_PLACEHOLDER
             secret_keys.append(f"{NAMESPACE}:{key}")
     pulumi.runtime.set_all_config(config, secret_keys)

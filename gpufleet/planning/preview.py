@@ -1,10 +1,16 @@
-"""Print a plan the way `pulumi preview` shows an update: a tree of type and name, then the counts."""
+"""Print a plan the way `pulumi preview` shows an update: a tree of type and name, then the counts.
+
+Rows are never cut: the table is printed at its natural width even when the terminal is narrower (the
+terminal then wraps the long lines), so two resources always read differently and the output does not
+depend on the terminal's size.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from gpufleet.planning.engine import STACK_TYPE, Plan
@@ -39,10 +45,17 @@ def preview_table(plan: Plan) -> Table:
     return table
 
 
+def natural_width(table: Table, console: Console) -> int:
+    """The width the table needs to print every cell in full, on one line each."""
+    return Measurement.get(console, console.options.update_width(1 << 16), table).maximum
+
+
 def print_preview(plan: Plan, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=True, width=200)
+    console = console or Console(highlight=False, soft_wrap=True)
+    table = preview_table(plan)
+    console.width = max(console.width, natural_width(table, console))  # never shrink (cut) a column
     console.print(f"Previewing update ({plan.stack}):")
-    console.print(preview_table(plan))
+    console.print(table)
     created = len([r for r in plan.resources if r.type != STACK_TYPE])
     console.print("Resources:")
     console.print(f"    + {created} to create")

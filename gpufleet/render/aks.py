@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from gpufleet.config.aks import AksConfig, GpuPool
 from gpufleet.config.stack import StackConfig
-from gpufleet.render.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+from gpufleet.render.gpu_stack import gpu_client_deploy_labels
+from gpufleet.render.labels import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, MIG_MANAGER_DEPLOY_LABEL
 
-#: The operator skips mig-manager on nodes labelled with this set to "false" (AKS owns MIG there).
-MIG_MANAGER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+# The operator skips mig-manager on nodes with MIG_MANAGER_DEPLOY_LABEL set to "false" (AKS owns MIG there).
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ class AgentPoolSpec:
 def gpu_pool_labels(cfg: StackConfig, pool: GpuPool) -> dict[str, str]:
     """The pool's own labels plus gpufleet's selection labels (sharing profile, MIG geometry / owner)."""
     labels = dict(pool.labels)
+    node_pool = cfg.pool(pool.name)
+    if node_pool is not None:
+        labels.update(gpu_client_deploy_labels(cfg, node_pool))
     if pool.sharing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
     if pool.mig_geometry:

@@ -8,13 +8,18 @@ from typing import Any
 
 import yaml
 
+from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
 from gpufleet.nvidia import versions
 from gpufleet.render.labels import (
     CONFIG_HASH_ANNOTATION,
     DEVICE_PLUGIN_CONFIG_LABEL,
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    DEVICE_PLUGIN_POD_APP,
+    GFD_DEPLOY_LABEL,
     MIG_CONFIG_LABEL,
     MIG_CONFIGMAP,
+    MIG_MANAGER_DEPLOY_LABEL,
     SHARING_CONFIGMAP,
     standard_labels,
 )
@@ -60,6 +65,35 @@ def default_sharing_key(cfg: StackConfig) -> str:
 
 def mig_geometries_in_use(cfg: StackConfig) -> bool:
     return bool(cfg.mig.geometries) or any(p.mig_geometry for p in cfg.node_pools)
+
+
+def runs_own_mig_manager(cfg: StackConfig) -> bool:
+    """Standalone mode with MIG geometries: gpufleet deploys mig-manager (gpufleet.render.mig_manager)."""
+    return cfg.mode == "standalone" and mig_geometries_in_use(cfg)
+
+
+def mig_pause_node_selector(cfg: StackConfig) -> dict[str, str]:
+    """What the standalone plugin and GFD pods require of a node, so mig-manager can pause them.
+
+    The chart has one nodeSelector for both DaemonSets, so each requires both labels; mig-manager pauses
+    both together, so either label leaving "true" empties the node of both.
+    """
+    selector = {DEVICE_PLUGIN_DEPLOY_LABEL: "true"}
+    if cfg.device_plugin.gfd:
+        selector[GFD_DEPLOY_LABEL] = "true"
+    return selector
+
+
+def gpu_client_deploy_labels(cfg: StackConfig, pool: NodePool) -> dict[str, str]:
+    """Deploy labels gpufleet sets on a pool's nodes where it runs mig-manager itself (the operator sets
+    its own): the plugin/GFD selector labels start "true", and MIG-capable nodes get mig-manager."""
+    if not runs_own_mig_manager(cfg):
+        return {}
+    labels = mig_pause_node_selector(cfg)
+    product = cfg.pool_product(pool)
+    if pool.mig_geometry or (product is not None and product.mig_capable):
+        labels[MIG_MANAGER_DEPLOY_LABEL] = "true"
+    return labels
 
 
 def mig_config_data(cfg: StackConfig) -> dict[str, str]:
@@ -145,14 +179,19 @@ def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
         values["nfd"] = {"enabled": False}
     if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
         values["podAnnotations"] = {CONFIG_HASH_ANNOTATION: config_hash(cfg)}
+    if runs_own_mig_manager(cfg):
+        # mig-manager's pause protocol: it flips the deploy labels and waits for pods with this label.
+        values["nodeSelector"] = mig_pause_node_selector(cfg)
+        values["selectorLabelsOverride"] = {"app": DEVICE_PLUGIN_POD_APP}
     return values
 
 
 def node_labels(cfg: StackConfig) -> dict[str, dict[str, str]]:
-    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection)."""
+    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection, and the
+    GPU stack's deploy labels where gpufleet runs mig-manager)."""
     out: dict[str, dict[str, str]] = {}
     for pool in cfg.node_pools:
-        labels: dict[str, str] = {}
+        labels: dict[str, str] = gpu_client_deploy_labels(cfg, pool)
         if pool.sharing:
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
         if pool.mig_geometry:

@@ -11,6 +11,16 @@ MODEL_MEMORY_ANNOTATION = "gpufleet.io/model-memory"
 CONFIG_HASH_ANNOTATION = "gpufleet.io/config-hash"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_GPU_CLIENTS_CONFIGMAP = "gpufleet-mig-gpu-clients"
+
+#: Per-component deploy labels of the NVIDIA stack. The operator sets them itself; mig-manager flips a
+#: component's label to PAUSED_FOR_MIG_CHANGE while it changes MIG mode, then back to "true".
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+GFD_DEPLOY_LABEL = "nvidia.com/gpu.deploy.gpu-feature-discovery"
+MIG_MANAGER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+PAUSED_FOR_MIG_CHANGE = "paused-for-mig-change"
+#: The pod label mig-manager waits on (in DEFAULT_GPU_CLIENTS_NAMESPACE) before it touches MIG mode.
+DEVICE_PLUGIN_POD_APP = "nvidia-device-plugin-daemonset"
 
 
 def selector_labels(name: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.config.stack import StackConfig
+from gpufleet.config.workload_rules import default_port_name
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Probe, ServiceExposure
 from gpufleet.nvidia.sharing import workload_resource
 from gpufleet.render.labels import (
@@ -44,7 +45,9 @@ def _container(cfg: StackConfig, w, ports: list[dict[str, Any]], extra_env: list
         c["args"] = list(w.args)
     if ports:
         c["ports"] = ports
-    env = [{"name": k, "value": v} for k, v in sorted(w.env.items())]
+    env = [{"name": k, "value": v} if isinstance(v, str) else
+           {"name": k, "valueFrom": {"secretKeyRef": {"name": env_secret_name(w.name), "key": k}}}
+           for k, v in sorted(w.env.items())]
     if w.gpu is not None and w.gpu.visible_devices is not None:
         env.append({"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu.visible_devices})
     env += list(extra_env)
@@ -128,7 +131,21 @@ def _service(w, labels: dict[str, str], ports: list[dict[str, Any]], svc: Servic
 
 
 def _port_name(port: int, name: str | None) -> str:
-    return name or f"port-{port}"
+    return name or default_port_name(port)
+
+
+def env_secret_name(workload_name: str) -> str:
+    """The Secret holding a workload's secret env values (key = env var name)."""
+    return f"{workload_name}-env"
+
+
+def env_secret(w, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The workload's env Secret, without values (the component fills them as Pulumi secrets); [] when it
+    takes no env value from a secret."""
+    if not w.secret_env():
+        return []
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": {"name": env_secret_name(w.name), "namespace": w.namespace, "labels": labels}}]
 
 
 def inference_service(cfg: StackConfig, w: InferenceService, managed_by: str = "pulumi") -> list[dict[str, Any]]:
@@ -144,7 +161,7 @@ def inference_service(cfg: StackConfig, w: InferenceService, managed_by: str = "
                   "metadata": {"name": w.name, "namespace": w.namespace, "labels": labels},
                   "spec": {"replicas": w.replicas, "selector": {"matchLabels": selector_labels(w.name)},
                            "template": _pod_template(cfg, w, labels, container)}}
-    objs = [deployment]
+    objs = [*env_secret(w, labels), deployment]
     if w.ports:
         sports = [{"name": _port_name(p.port, p.name), "port": p.port, "targetPort": p.target_port or p.port,
                    "protocol": p.protocol} for p in w.ports]
@@ -172,7 +189,7 @@ def notebook(cfg: StackConfig, w: Notebook, managed_by: str = "pulumi") -> list[
                            "template": _pod_template(cfg, w, labels, container)}}
     service = _service(w, labels, [{"name": "jupyter", "port": w.port, "targetPort": w.port, "protocol": "TCP"}],
                        w.service)
-    return [secret, deployment, service]
+    return [secret, *env_secret(w, labels), deployment, service]
 
 
 def batch_job(cfg: StackConfig, w: BatchJob, managed_by: str = "pulumi") -> list[dict[str, Any]]:
@@ -181,8 +198,9 @@ def batch_job(cfg: StackConfig, w: BatchJob, managed_by: str = "pulumi") -> list
     if w.ttl_seconds_after_finished is not None:
         spec["ttlSecondsAfterFinished"] = w.ttl_seconds_after_finished
     spec["template"] = _pod_template(cfg, w, labels, _container(cfg, w, []), restartPolicy="Never")
-    return [{"apiVersion": "batch/v1", "kind": "Job",
-             "metadata": {"name": w.name, "namespace": w.namespace, "labels": labels}, "spec": spec}]
+    return [*env_secret(w, labels), {"apiVersion": "batch/v1", "kind": "Job",
+                                     "metadata": {"name": w.name, "namespace": w.namespace, "labels": labels},
+                                     "spec": spec}]
 
 
 def workload_objects(cfg: StackConfig, w, managed_by: str = "pulumi") -> list[dict[str, Any]]:

@@ -91,6 +91,7 @@ def _check_one(w: PodWorkload, node_list, base, packed, spread, planned, result,
     wanted = w.replicas
     alone = capacity_for(base, eligible, req, wanted)
     placements = place(packed, eligible, req, wanted, "pack")
+    result.placements += [(w.key, node_list[i].name, n) for i, n in placements]
     n_packed = sum(n for _, n in placements)
     n_spread = sum(n for _, n in place(spread, eligible, req, wanted, "spread"))
     best = max(n_packed, n_spread)

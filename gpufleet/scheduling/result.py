@@ -39,6 +39,9 @@ class CheckResult:
     unschedulable: list[Unschedulable] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     memory: list[MemoryProblem] = field(default_factory=list)
+    #: Where each workload's pods were put by the packing placement: (workload key, node name, pods).
+    #: Read by `gpufleet report`; not part of the JSON contract.
+    placements: list[tuple[str, str, int]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:

@@ -72,7 +72,8 @@ def test_mig_geometry_in_standalone_mode_runs_its_own_mig_manager(mig, preview):
                        preview=preview)
     _, kids = children_of(plan, "gpufleet:index:MigGeometry")
     kinds = sorted(k.inputs["kind"] for k in kids)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "DaemonSet", "Role", "RoleBinding",
+                     "ServiceAccount"]
     ds = next(k for k in kids if k.inputs["kind"] == "DaemonSet").inputs
     container = ds["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0"

@@ -141,6 +141,132 @@ CASES = [
     pytest.param(lambda s: (s.update(devicePlugin={"sharingProfiles": {"ts": {"strategy": "timeSlicing", "replicas": 2}}}),
                             s["nodePools"][0].update(sharing="ts", nodes=[])),
                  "gpufleet:nodePools[0].nodes", "list the pool's node names", id="labelled pool without node names"),
+    # Names the API server would refuse, in its own words.
+    pytest.param(lambda s: s["workloads"][0].update(namespace="My_NS"), "gpufleet:workloads[0].namespace",
+                 "not a valid namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                 "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+                 "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); got \"My_NS\"",
+                 id="workload namespace not an RFC 1123 label"),
+    pytest.param(lambda s: s.update(operator={"namespace": "../../x"}), "gpufleet:operator.namespace",
+                 "not a valid namespace name: a lowercase RFC 1123 label", id="operator namespace with a path"),
+    pytest.param(lambda s: s.update(devicePlugin={"namespace": "x" * 64}), "gpufleet:devicePlugin.namespace",
+                 "must be no more than 63 characters", id="device plugin namespace too long"),
+    pytest.param(lambda s: s["workloads"][0].update(name="1-svc"), "gpufleet:workloads[0].name",
+                 "'1-svc' also names the workload's Service, which must be a DNS-1035 label", id="service name starts with a digit"),
+    pytest.param(lambda s: s["workloads"][0].update(name="svc.v2"), "gpufleet:workloads[0].name",
+                 "must not contain dots", id="workload name with a dot"),
+    pytest.param(lambda s: s["nodePools"][0].update(nodes=["Node_0"]), "gpufleet:nodePools[0].nodes[0]",
+                 "not a valid node name: a lowercase RFC 1123 subdomain", id="node name not a subdomain"),
+    pytest.param(lambda s: s["nodePools"][0].update(nodes=["n" * 64 + ".example.com"]), "gpufleet:nodePools[0].nodes[0]",
+                 "becomes the nodeSelector value kubernetes.io/hostname", id="single node name too long for a label value"),
+    pytest.param(lambda s: s["nodePools"][0].update(labels={"team/a/b": "x"}), "gpufleet:nodePools[0].labels.team/a/b",
+                 "not a valid label key: a qualified name must consist of", id="label key with two slashes"),
+    pytest.param(lambda s: s["nodePools"][0].update(labels={"team": "a b"}), "gpufleet:nodePools[0].labels.team",
+                 "not a valid label value: a valid label must be an empty string", id="label value with a space"),
+    pytest.param(lambda s: s["nodePools"][0].update(taints=[{"key": "sku gpu", "value": "x", "effect": "NoSchedule"}]),
+                 "gpufleet:nodePools[0].taints[0].key", "not a valid taint key", id="taint key with a space"),
+    pytest.param(lambda s: s["nodePools"][0].update(taints=[{"key": "sku", "value": "x" * 64}]),
+                 "gpufleet:nodePools[0].taints[0].value", "not a valid taint value: must be no more than 63", id="taint value too long"),
+    pytest.param(lambda s: s["nodePools"][0].update(taints=[{"key": "sku", "effect": "NoRun"}]),
+                 "gpufleet:nodePools[0].taints[0].effect", "'NoSchedule', 'PreferNoSchedule' or 'NoExecute'", id="taint effect unknown"),
+    pytest.param(lambda s: s["workloads"][0].update(nodeSelector={"nvidia.com/gpu.product": "Tesla T4"}),
+                 "gpufleet:workloads[0].nodeSelector.nvidia.com/gpu.product", "not a valid label value", id="node selector value with a space"),
+    pytest.param(lambda s: s["workloads"][0].update(tolerations=[{"operator": "Equal", "value": "x"}]),
+                 "gpufleet:workloads[0].tolerations[0]", "operator must be Exists when `key` is empty", id="toleration without key"),
+    pytest.param(lambda s: s["workloads"][0].update(tolerations=[{"key": "sku", "operator": "Exists", "value": "gpu"}]),
+                 "gpufleet:workloads[0].tolerations[0]", "value must be empty when `operator` is 'Exists'", id="exists toleration with value"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"1ST": "x"}), "gpufleet:workloads[0].env.1ST",
+                 "not a valid environment variable name: a valid environment variable name must consist of alphabetic "
+                 "characters, digits, '_', '-', or '.', and must not start with a digit", id="env name starts with a digit"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 8000, "name": "Http"}]), "gpufleet:workloads[0].ports[0].name",
+                 "not a valid port name: must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)", id="port name uppercase"),
+    pytest.param(lambda s: s["workloads"][0].update(imagePullSecrets=["Reg Creds"]), "gpufleet:workloads[0].imagePullSecrets[0]",
+                 "not a valid Secret name", id="pull secret name invalid"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(annotations={"a/b/c": "x"}),
+                 "gpufleet:workloads[0].service.annotations.a/b/c", "not a valid annotation key", id="annotation key invalid"),
+    pytest.param(lambda s: s.update(devicePlugin={"sharingProfiles": {"T4 MPS": {"strategy": "mps", "replicas": 2}}}),
+                 "gpufleet:devicePlugin.sharingProfiles.T4 MPS", "not a valid sharing profile name", id="sharing profile name not a label value"),
+    pytest.param(lambda s: s.update(mig={"geometries": {"x" * 64: [{"devices": "all", "mig-enabled": False}]}}),
+                 "gpufleet:mig.geometries." + "x" * 64, "not a valid MIG geometry name: must be no more than 63", id="geometry name too long"),
+    pytest.param(lambda s: s.update(cluster={"runtime": {"runtimeClass": "NVIDIA"}}), "gpufleet:cluster.runtime.runtimeClass",
+                 "not a valid object name", id="runtime class name invalid"),
+    # Counts within real bounds.
+    pytest.param(lambda s: s["nodePools"][0]["gpu"].update(count=64), "gpufleet:nodePools[0].gpu.count",
+                 "64 Tesla-T4 GPUs in one node; no server holds more than 20; allowed: 1 to 20", id="t4 box with 64 gpus"),
+    pytest.param(lambda s: s.update(nodePools=[dict(A100_POOL, gpu={"product": "NVIDIA-A100-SXM4-80GB", "count": 16})], workloads=[]),
+                 "gpufleet:nodePools[0].gpu.count", "allowed: 1 to 8", id="sxm board with 16 gpus"),
+    pytest.param(lambda s: s["workloads"][0].update(replicas=2**31), "gpufleet:workloads[0].replicas",
+                 "less than or equal to 2147483647", id="replicas beyond int32"),
+    pytest.param(lambda s: s["workloads"][0].update(replicas=-1), "gpufleet:workloads[0].replicas",
+                 "greater than or equal to 0", id="negative replicas"),
+    pytest.param(lambda s: s["workloads"].append({"kind": "job", "name": "j", "image": "a:1", "parallelism": 2**40}),
+                 "gpufleet:workloads[1].parallelism", "less than or equal to 2147483647", id="parallelism beyond int32"),
+    pytest.param(lambda s: s["workloads"].append({"kind": "job", "name": "j", "image": "a:1", "completions": 10**30}),
+                 "gpufleet:workloads[1].completions", "less than or equal to 2147483647", id="completions beyond int32"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 0}]), "gpufleet:workloads[0].ports[0].port",
+                 "greater than or equal to 1", id="port zero"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 65536}]), "gpufleet:workloads[0].ports[0].port",
+                 "less than or equal to 65535", id="port above 65535"),
+    # Nodes once; ports and their names unique.
+    pytest.param(lambda s: s["nodePools"][0].update(nodes=["n0", "n0"]), "gpufleet:nodePools[0].nodes[1]",
+                 "'n0' is already listed earlier in this pool (nodePools[0].nodes[0])", id="node listed twice in a pool"),
+    pytest.param(lambda s: s["nodePools"].append(dict(T4_POOL, name="other")), "gpufleet:nodePools[1].nodes[0]",
+                 "'n0' is already listed in node pool 'edge' (nodePools[0].nodes[0])", id="node in two pools"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 80}, {"port": 80, "targetPort": 81}]),
+                 "gpufleet:workloads[0].ports[1].port", "service port 80/TCP is already used by ports[0]", id="service port twice"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 80}, {"port": 81, "targetPort": 80}]),
+                 "gpufleet:workloads[0].ports[1].targetPort", "container port 80/TCP is already used by ports[0]", id="container port twice"),
+    pytest.param(lambda s: s["workloads"][0].update(ports=[{"port": 80, "name": "port-81"}, {"port": 81}]),
+                 "gpufleet:workloads[0].ports[1].name", "'port-81' (the default name of port 81) is already the name of ports[0]",
+                 id="default port name clashes"),
+    # Image references.
+    pytest.param(lambda s: s["workloads"][0].update(image="nvcr.io/nvidia/Triton:24.08"), "gpufleet:workloads[0].image",
+                 "not a valid image reference: repository name must be lowercase", id="image with uppercase path"),
+    pytest.param(lambda s: s["workloads"][0].update(image="triton:24.08 "), "gpufleet:workloads[0].image",
+                 "not a valid image reference: invalid reference format", id="image with a space"),
+    pytest.param(lambda s: s["workloads"][0].update(image="triton@sha256:1234"), "gpufleet:workloads[0].image",
+                 "invalid reference format", id="digest too short"),
+    # Who can reach a LoadBalancer.
+    pytest.param(lambda s: s["workloads"][0]["service"].update(sourceRanges=["10.0.0.0/33"]),
+                 "gpufleet:workloads[0].service.sourceRanges[0]", "not a valid CIDR", id="source range not a cidr"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(sourceRanges=["0.0.0.0/0"]),
+                 "gpufleet:workloads[0].service.sourceRanges", "together cover every address of an IP family", id="source range everything"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(sourceRanges=["0.0.0.0/1", "128.0.0.0/1"]),
+                 "gpufleet:workloads[0].service.sourceRanges", "reachable from anywhere", id="source ranges whose union is everything"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(sourceRanges=["10.0.0.0/8", "::/0"]),
+                 "gpufleet:workloads[0].service.sourceRanges", "set public: true to allow it", id="source ranges all of ipv6"),
+    pytest.param(lambda s: s["workloads"][0].update(service={"annotations": {
+                     "service.beta.kubernetes.io/load-balancer-source-ranges": "0.0.0.0/0"}}),
+                 "gpufleet:workloads[0].service.annotations.service.beta.kubernetes.io/load-balancer-source-ranges",
+                 "['0.0.0.0/0'] together cover every address", id="source ranges annotation everything"),
+    pytest.param(lambda s: s["workloads"][0]["service"].update(annotations={
+                     "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8, office"}),
+                 "gpufleet:workloads[0].service.annotations.service.beta.kubernetes.io/load-balancer-source-ranges",
+                 "'10.0.0.0/8, office' holds 'office', not CIDRs", id="source ranges annotation not cidrs"),
+    pytest.param(lambda s: s.update(devicePlugin={"sharingProfiles": {"ts": {"strategy": "timeSlicing", "replicas": 2**31}}}),
+                 "gpufleet:devicePlugin.sharingProfiles.ts.replicas", "less than or equal to 2147483647", id="sharing replicas beyond int32"),
+    pytest.param(lambda s: s.update(mig={"geometries": {"g": [{"devices": [-1], "mig-enabled": False}]}}),
+                 "gpufleet:mig.geometries.g[0].devices[0]", "greater than or equal to 0", id="negative gpu index in geometry"),
+    # Secrets never as literals.
+    pytest.param(lambda s: s["workloads"][0].update(env={"HF_TOKEN": "hf_abc"}), "gpufleet:workloads[0].env.HF_TOKEN",
+                 "HF_TOKEN looks like a credential", id="literal token in env"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"AWS_SECRET_ACCESS_KEY": "x"}), "gpufleet:workloads[0].env.AWS_SECRET_ACCESS_KEY",
+                 "allowed: AWS_SECRET_ACCESS_KEY: {secretConfigKey: awsSecretAccessKey} with `pulumi config set --secret "
+                 "awsSecretAccessKey <value>`", id="literal secret key in env names the fix"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"HF_TOKEN": {"secretConfigKey": "hf token"}}),
+                 "gpufleet:workloads[0].env.HF_TOKEN.secretConfigKey", "String should match pattern", id="secret config key invalid"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"HF_TOKEN": {"secretConfigKey": "workloads"}}),
+                 "gpufleet:workloads[0].env.HF_TOKEN.secretConfigKey", "'workloads' is a gpufleet config section", id="secret config key is a section"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"HF_TOKEN": {"secretKey": "hf"}}),
+                 "gpufleet:workloads[0].env.HF_TOKEN.secretKey", "unknown key 'secretKey'; allowed: secretConfigKey", id="secret env misspelt"),
+    pytest.param(lambda s: s["workloads"][0].update(env={"LEVEL": 3}), "gpufleet:workloads[0].env.LEVEL",
+                 "Input should be a valid string; got 3", id="env value not a string"),
+    # One spelling of keys.
+    pytest.param(lambda s: s["workloads"][0].update(node_pool="edge"), "gpufleet:workloads[0].node_pool",
+                 "unknown key 'node_pool' (did you mean 'nodePool'?)", id="snake case key refused with a hint"),
+    pytest.param(lambda s: s.update(mig={"geometries": {"g": [{"devices": "all", "mig_enabled": False}]}}),
+                 "gpufleet:mig.geometries.g[0].mig_enabled", "unknown key 'mig_enabled' (did you mean 'mig-enabled'?); "
+                 "allowed: devices, device-filter, mig-enabled, mig-devices", id="mig-parted keys are kebab case"),
 ]
 
 
@@ -172,3 +298,51 @@ def test_cross_section_errors_are_reported_together():
                                 s["nodePools"][0]["gpu"].update(product="Tesla-T5")))
     paths = {e.split(": ")[0] for e in errors_of(sections)}
     assert {"gpufleet:workloads[0].image", "gpufleet:workloads[0].nodePool", "gpufleet:nodePools[0].gpu.product"} <= paths
+
+
+def test_names_the_api_server_accepts_pass():
+    sections = with_(lambda s: (
+        s["workloads"][0].update(namespace="team-1", env={"LOG_LEVEL": "info", "my.env-name": "x",
+                                                          "HF_TOKEN": {"secretConfigKey": "hfToken"}},
+                                 nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"},
+                                 tolerations=[{"operator": "Exists"}, {"key": "sku", "operator": "Exists"}],
+                                 imagePullSecrets=["reg.creds"], ports=[{"port": 80, "name": "http"}, {"port": 81}]),
+        s["workloads"][0]["service"].update(sourceRanges=["10.0.0.1/8", "2001:db8::/32"],
+                                            annotations={"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}),
+        s["nodePools"][0].update(nodes=["node-0.example.com"], labels={"example.com/Team_A": "ml.research"},
+                                 taints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}]),
+        s.update(operator={"namespace": "gpu-operator"}, devicePlugin={"namespace": "nvidia"}),
+    ))
+    cfg = parse_sections(sections, "Pulumi.t.yaml")
+    assert cfg.workloads[0].secret_env() == {"HF_TOKEN": "hfToken"}
+    assert cfg.secret_config_keys() == ["hfToken"]
+
+
+def test_a_host_with_the_most_gpus_its_product_allows_passes():
+    sections = with_(lambda s: (s["nodePools"][0]["gpu"].update(count=20),
+                                s["nodePools"].append({"name": "dgx", "nodes": ["dgx-0"],
+                                                       "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "count": 8}})))
+    assert [p.gpu.count for p in parse_sections(sections, "Pulumi.t.yaml").node_pools] == [20, 8]
+
+
+def test_source_ranges_in_the_annotation_restrict_a_load_balancer():
+    sections = with_(lambda s: s["workloads"][0].update(service={"annotations": {
+        "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8,192.168.0.0/16"}}))
+    assert parse_sections(sections, "Pulumi.t.yaml").workloads[0].service.source_ranges == []
+
+
+def test_public_load_balancer_passes_when_explicit():
+    sections = with_(lambda s: s["workloads"][0].update(service={"sourceRanges": ["0.0.0.0/0"], "public": True}))
+    assert parse_sections(sections, "Pulumi.t.yaml").workloads[0].service.public
+
+
+def test_int32_maximum_is_accepted():
+    sections = with_(lambda s: s["workloads"][0].update(replicas=2**31 - 1))
+    assert parse_sections(sections, "Pulumi.t.yaml").workloads[0].replicas == 2**31 - 1
+
+
+def test_unpinned_and_latest_images_are_refused_but_tags_and_digests_pass():
+    for image in ("nginx:1.27", "nginx@sha256:" + "a" * 64, "localhost:5000/nginx:1.27"):
+        assert parse_sections(with_(lambda s: s["workloads"][0].update(image=image)), "Pulumi.t.yaml")
+    for image in ("localhost:5000/nginx", "nginx:latest"):
+        assert any("is not pinned" in e for e in errors_of(with_(lambda s: s["workloads"][0].update(image=image))))

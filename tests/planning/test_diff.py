@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from conftest import ROOT
-from gpufleet.planning.diff import diff_markdown
+from gpufleet.planning.diff import diff_markdown, markdown_cell
 
 NEW_SERVICE = """\
     - kind: inference
@@ -90,3 +94,63 @@ def test_diff_orders_resources_and_fields_stably():
                             {"resources": [res("x", {"z": 2, "a": {"m": 2, "n": 3}})]})
     assert changed.index("`a.m`") < changed.index("`a.n`") < changed.index("`z`")
     assert "| `a.n` | _(absent)_ | `3` |" in changed
+
+
+def test_plan_diff_shows_a_sharing_profile_change_as_a_line_diff_of_the_configmap_yaml(cli, tmp_path):
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    head_text = text.replace("        replicas: 4 ", "        replicas: 6 ", 1)
+    assert head_text != text
+    base, head = project(tmp_path, "base", text), project(tmp_path, "head", head_text)
+    assert cli("plan", "--stack", "dev", "--project-dir", base, "--out", tmp_path / "base-plan",
+               "--no-policies").code == 0
+    result = cli("plan", "--stack", "dev", "--project-dir", head, "--diff", tmp_path / "base-plan",
+                 "--no-policies")
+    assert result.code == 0, result.err
+    configmap = result.out.split("**dev-sharing-configmap**")[1].split("\n- ")[0]
+    block = configmap.split("  ```diff\n")[1].split("  ```\n")[0]
+    lines = block.splitlines()
+    assert "  --- data.t4-mps (old)" in lines and "  +++ data.t4-mps (new)" in lines
+    assert "  -      replicas: 4" in lines and "  +      replicas: 6" in lines
+    assert "  | field | old | new |" not in configmap  # the YAML is not squeezed into a table cell too
+
+
+def test_long_values_that_differ_only_at_the_end_are_shown_in_full():
+    prefix = "registry.example.com/" + "team/" * 40
+    old, new = prefix + "model:v1", prefix + "model:v2"
+    md = diff_markdown({"resources": [res("x", {"image": old})]}, {"resources": [res("x", {"image": new})]})
+    assert f'| `"{old}"` | `"{new}"` |' in md
+
+
+def test_a_multi_line_value_added_or_removed_is_a_line_diff_against_nothing():
+    yaml_text = "version: v1\nsharing:\n  replicas: 4\n"
+    added = diff_markdown({"resources": [res("x", {})]}, {"resources": [res("x", {"config": yaml_text})]})
+    assert "```diff\n  --- config (old)\n  +++ config (new)\n  @@ -0,0 +1,3 @@\n  +version: v1\n" in added
+    removed = diff_markdown({"resources": [res("x", {"config": yaml_text})]}, {"resources": [res("x", {})]})
+    assert "  -  replicas: 4\n" in removed
+
+
+def parsed_row(markdown: str) -> list:
+    """The inline tokens of the first body row of the Markdown table, as GitHub-flavoured Markdown parses it."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    body = tokens[[t.type for t in tokens].index("tbody_open"):]
+    row = body[:[t.type for t in body].index("tr_close")]
+    return [t for t in row if t.type == "inline"]
+
+
+def shown(cell) -> str:
+    """What a reader sees in a cell: its text, with <br> as a line break."""
+    return "".join("\n" if c.type in ("html_inline", "softbreak") else c.content for c in cell.children)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")) | st.just("\n"), max_size=40))
+def test_table_cells_stay_one_cell_and_show_the_value_as_written(value):
+    one_line = value.replace("\n", " ")  # multi-line strings are line diffs, not cells
+    md = diff_markdown({"resources": [res("x", {"v": 1})]}, {"resources": [res("x", {"v": one_line})]})
+    row = next(line for line in md.splitlines() if line.startswith("  | `v`"))
+    cells = parsed_row("| a | b | c |\n|---|---|---|\n" + row.strip() + "\n")
+    assert [shown(c) for c in cells] == ["v", "1", json.dumps(one_line)]
+    (message,) = parsed_row(f"| m |\n|---|\n| {markdown_cell(value)} |\n")
+    assert shown(message).split() == value.split()

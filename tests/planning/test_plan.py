@@ -65,7 +65,8 @@ def test_mig_plan_runs_standalone_plugin_with_single_strategy_and_mig_manager():
     mig = yaml.safe_load(cm["data"]["config.yaml"])
     assert mig["mig-configs"]["all-1g.5gb"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]
     assert plan.get("kubernetes:core/v1:NodePatch", "mig-a100-labels-a100-node-0").inputs["metadata"]["labels"] == {
-        "nvidia.com/mig.config": "all-1g.5gb"}
+        "nvidia.com/mig.config": "all-1g.5gb", "nvidia.com/gpu.deploy.device-plugin": "true",
+        "nvidia.com/gpu.deploy.gpu-feature-discovery": "true", "nvidia.com/gpu.deploy.mig-manager": "true"}
     jobs = plan.by_type("kubernetes:batch/v1:Job")
     assert len(jobs) == 2
     for job in jobs:

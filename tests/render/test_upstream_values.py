@@ -11,7 +11,10 @@ import yaml
 
 from gpufleet.config.loading import load_stack
 from gpufleet.render import gpu_stack as r
-from tests.conftest import ROOT, SHIPPED_STACKS, UPSTREAM
+from tests.conftest import ROOT, UPSTREAM
+
+#: Every stack the repository ships (Pulumi.<stack>.yaml), aks and greed included.
+SHIPPED_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
 
 OPERATOR_VALUES = UPSTREAM / "gpu-operator-v26.7.0-values.yaml"
 PLUGIN_VALUES = UPSTREAM / "nvidia-device-plugin-v0.20.0-values.yaml"

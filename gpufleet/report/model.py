@@ -1,0 +1,245 @@
+"""The fleet report's model: pools -> node rows -> GPUs -> units, each unit with the workload placed on it.
+
+Pure: nodes, running pods, the checked workloads and the check's placements in; a `FleetReport` out.
+Which node a workload's pods land on is the check's packing placement. Which GPU or slice of that node a
+pod gets is not modelled (the device plugin decides at run time): pods take free units in order, first
+workload first, first GPU first, lowest slice first. Only the counts per node are the scheduler's.
+Nodes of a pool whose GPUs, units and placed workloads are identical collapse into one row with a count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from gpufleet.capacity.memory_budget import node_gpu_memory
+from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.requests import pod_requests
+from gpufleet.report.devices import GPU, MIG_PREFIX, Gpu, Unit, node_gpus
+from gpufleet.scheduling.filters import pod_terms, static_failure
+from gpufleet.scheduling.manifests import PodWorkload
+from gpufleet.scheduling.result import CheckResult
+
+#: Node labels that name a node's pool, most specific first (managed Kubernetes services, Karpenter).
+POOL_LABELS = ("gpufleet.io/node-pool", "agentpool", "kubernetes.azure.com/agentpool", "cloud.google.com/gke-nodepool",
+               "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
+RUNNING = "pods already running"
+DEFAULT_SCHEDULER = "default-scheduler"  # the only scheduler whose rules the check models
+ROW_NAMES_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    key: str
+    index: int
+    wanted: int
+    placed: int
+    gpu_request: tuple[tuple[str, int], ...]
+    expected_mib: int | None = None
+    budget_mib: int | None = None
+    budget_what: str = ""
+    verdict: str = "placed"  # placed | may pend | partly | pending | rejected | not checked | no GPU | running
+    message: str = ""
+    pools: tuple[str, ...] = ()  # for pods left pending: the pools whose nodes pass its taint/selector filters
+
+
+@dataclass(frozen=True)
+class UnitView:
+    unit: Unit
+    workload: int | None  # index into FleetReport.workloads, None when free
+
+
+@dataclass(frozen=True)
+class GpuView:
+    product: str
+    memory_mib: int | None
+    units: tuple[UnitView, ...]
+
+    @property
+    def used(self) -> bool:
+        return any(u.workload is not None for u in self.units)
+
+
+@dataclass
+class NodeRow:
+    names: list[str]
+    gpus: tuple[GpuView, ...]
+    pods: dict[int, int] = field(default_factory=dict)  # workload index -> pods on each node of the row
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    @property
+    def shown_names(self) -> list[str]:
+        return self.names[:ROW_NAMES_SHOWN]
+
+
+@dataclass
+class PoolView:
+    name: str
+    rows: list[NodeRow] = field(default_factory=list)
+
+    def _sum(self, per_gpu) -> int:
+        return sum(r.count * per_gpu(g) for r in self.rows for g in r.gpus)
+
+    @property
+    def nodes(self) -> int:
+        return sum(r.count for r in self.rows)
+
+    @property
+    def gpus(self) -> int:
+        return self._sum(lambda g: 1)
+
+    @property
+    def gpus_used(self) -> int:
+        return self._sum(lambda g: int(g.used))
+
+    @property
+    def mig_slices(self) -> int:
+        return self._sum(lambda g: len({u.unit.slot for u in g.units if u.unit.mig_profile}))
+
+    @property
+    def mig_slices_used(self) -> int:
+        return self._sum(lambda g: len({u.unit.slot for u in g.units if u.unit.mig_profile and u.workload is not None}))
+
+    @property
+    def shares(self) -> int:
+        return self._sum(lambda g: sum(u.unit.kind in ("mps", "time-slicing") for u in g.units))
+
+    @property
+    def shares_used(self) -> int:
+        return self._sum(lambda g: sum(u.unit.kind in ("mps", "time-slicing") and u.workload is not None
+                                       for u in g.units))
+
+
+@dataclass
+class FleetReport:
+    title: str
+    pools: list[PoolView]
+    workloads: list[WorkloadView]
+    warnings: list[tuple[str, str]]
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.nodes for p in self.pools)
+
+    @property
+    def not_running(self) -> list[WorkloadView]:
+        return [w for w in self.workloads if w.verdict in ("pending", "partly", "rejected")]
+
+    def pending_in(self, pool: str) -> list[WorkloadView]:
+        """Workloads with pods left pending that only lack capacity here (the pool's nodes pass their filters)."""
+        return [w for w in self.not_running if pool in w.pools]
+
+
+def gpu_request(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """The GPU resources (whole, shared, MIG) in an effective pod request."""
+    return tuple(sorted((r, n) for r, n in requests.items() if n > 0 and r.startswith("nvidia.com/")
+                        and (r.removesuffix(".shared") == GPU or r.startswith(MIG_PREFIX))))
+
+
+def pool_of_node(node: Node) -> str:
+    for label in POOL_LABELS:
+        if node.labels.get(label):
+            return node.labels[label]
+    return node.labels.get("nvidia.com/gpu.product") or "nodes without a pool label"
+
+
+def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]]) -> tuple[GpuView, ...]:
+    """Give each pod (workload index, GPU request) the first free units of the resources it asks for."""
+    owner: dict[tuple[int, int], int] = {}
+    order = [(g, u) for g, gpu in enumerate(gpus) for u in range(len(gpu.units))]
+    for workload, request in pods:
+        for resource, n in request:
+            for g, u in order:
+                if n == 0:
+                    break
+                if (g, u) not in owner and gpus[g].units[u].resource == resource:
+                    owner[(g, u)] = workload
+                    n -= 1
+    return tuple(GpuView(gpu.product, gpu.memory_mib,
+                         tuple(UnitView(unit, owner.get((g, u))) for u, unit in enumerate(gpu.units)))
+                 for g, gpu in enumerate(gpus))
+
+
+def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
+    out = {}
+    for u in result.unschedulable:
+        out[u.workload] = (u.reason, u.message, u.pending)
+    return out
+
+
+def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Node], pool_name, ert: bool):
+    terms = pod_terms(w.spec, requests, ert)
+    return tuple(dict.fromkeys(pool_name(n) for n in nodes if static_failure(n, terms) is None))
+
+
+def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], workloads: Sequence[PodWorkload],
+                 result: CheckResult, pool_of: dict[str, str] | None = None, *,
+                 extended_resource_toleration: bool = False) -> FleetReport:
+    """The report of a check: `workloads` as checked (input order), `result` from `check_workloads`."""
+    ert = extended_resource_toleration
+
+    def pool_name(node: Node) -> str:
+        return (pool_of or {}).get(node.name) or pool_of_node(node)
+
+    by_key = {}
+    for w in workloads:
+        by_key.setdefault(w.key, w)
+    placed: dict[str, list[tuple[str, int]]] = {}
+    for key, node, n in result.placements:
+        placed.setdefault(key, []).append((node, n))
+    node_by_name = {n.name: n for n in nodes}
+    verdicts = _verdicts(result)
+    views: list[WorkloadView] = []
+    for key in dict.fromkeys(result.checked):
+        w = by_key.get(key)
+        if w is None:
+            continue
+        requests = pod_requests(w.spec) if w.replicas > 0 else {}
+        request = gpu_request(requests)
+        where = placed.get(key, [])
+        n_placed = sum(n for _, n in where)
+        verdict, message = "placed", ""
+        if key in verdicts:
+            reason, message, pending = verdicts[key]
+            verdict = reason if reason == "rejected" or pending >= w.replicas else "partly"
+        elif (w.spec.get("schedulerName") or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
+            verdict = "not checked"
+        elif not request:
+            verdict = "no GPU"
+        elif n_placed < w.replicas:
+            verdict = "may pend"  # fits only under another placement: the check's warning says which
+        budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
+        pools = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
+        views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
+                                  budget[0] if budget else None, budget[2] if budget else "", verdict, message,
+                                  pools))
+    running_index = None
+    if running:
+        running_index = len(views)
+        views.append(WorkloadView(RUNNING, running_index, len(running), len(running), (), verdict="running"))
+    per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
+    for pod in running:
+        per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
+    for view in views[:running_index]:
+        for node, n in placed.get(view.key, []):
+            per_node.setdefault(node, []).extend([(view.index, view.gpu_request)] * n)
+    pools: dict[str, PoolView] = {}
+    rows: dict[tuple, NodeRow] = {}
+    for node in nodes:
+        pool = pool_name(node)
+        pods = per_node.get(node.name, [])
+        gpus = _assign(node_gpus(node), pods)
+        counts: dict[int, int] = {}
+        for index, _ in pods:
+            counts[index] = counts.get(index, 0) + 1
+        signature = (pool, gpus, tuple(sorted(counts.items())))
+        row = rows.get(signature)
+        if row is None:
+            row = rows[signature] = NodeRow([], gpus, counts)
+            pools.setdefault(pool, PoolView(pool)).rows.append(row)
+        row.names.append(node.name)
+    warnings = [(w.workload, w.message) for w in result.warnings]
+    return FleetReport(title, list(pools.values()), views, warnings)

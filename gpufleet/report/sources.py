@@ -1,0 +1,27 @@
+"""What a report is drawn from: a stack's planned node pools and workloads, or nodes, pods and manifests."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.stack import capacity_from_stack, node_names
+from gpufleet.config.stack import StackConfig
+from gpufleet.render.workloads import workload_objects
+from gpufleet.report.model import FleetReport, build_report
+from gpufleet.scheduling import check_workloads, workloads_of
+
+
+def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],
+              pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False) -> FleetReport:
+    """Run the `gpufleet check` engine and draw what it placed."""
+    result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
+    return build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
+                        extended_resource_toleration=extended_resource_toleration)
+
+
+def stack_report(name: str, cfg: StackConfig) -> FleetReport:
+    """A stack's workloads (as the Kubernetes objects it deploys) on its node pools as planned."""
+    manifests = [obj for w in cfg.workloads for obj in workload_objects(cfg, w)]
+    pool_of = {node: pool.name for pool in cfg.node_pools for node in node_names(pool)}
+    return report_of(f"stack {name}", capacity_from_stack(cfg), [], manifests, pool_of)

@@ -1,0 +1,40 @@
+"""The fleet report as Markdown, for a pull-request comment beside the plan diff."""
+
+from __future__ import annotations
+
+from gpufleet.report.model import FleetReport
+
+
+def _cell(text: str) -> str:
+    """One Markdown table cell / list item: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def summary_markdown(report: FleetReport) -> str:
+    """Per pool: nodes, GPUs used/free, MIG slices used/free, shares used/free and the workloads pending for
+    lack of room there (their taint and selector filters pass on the pool's nodes); then what does not run."""
+    lines = [f"### GPU fleet: {_cell(report.title)}", "",
+             "| pool | nodes | GPUs used | GPUs free | MIG slices used | MIG slices free | shares used | shares free "
+             "| pending workloads |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for p in report.pools:
+        pending = ", ".join(f"`{_cell(w.key)}`" for w in report.pending_in(p.name)) or "none"
+        lines.append(f"| {_cell(p.name)} | {p.nodes} | {p.gpus_used} | {p.gpus - p.gpus_used} | {p.mig_slices_used} | "
+                     f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} | {pending} |")
+    lines.append("")
+    pending = report.not_running
+    if pending:
+        lines.append(f"**{len(pending)} workload(s) will not run:**")
+        lines.append("")
+        for w in pending:
+            lines.append(f"- `{_cell(w.key)}` {w.verdict}, {w.placed} of {w.wanted} pod(s) placed: {_cell(w.message)}")
+    else:
+        lines.append("Every workload is placed.")
+    short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None
+             and w.expected_mib > w.budget_mib]
+    if short:
+        lines.append("")
+        for w in short:
+            lines.append(f"- `{_cell(w.key)}` expects {w.expected_mib} MiB of GPU memory; its share gives "
+                         f"{w.budget_mib} MiB")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""The report page in a real browser: shapes per GPU and slice, messages, pixels, no console errors."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.report.html import PALETTE
+from tests.report.browser import chromium_driver, console_errors
+from tests.report.fleet import ROOT, write_big_fleet
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium_driver()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("pages")
+    big = tmp_path_factory.mktemp("big")
+    write_big_fleet(big)
+    pages = {}
+    for stack, project in (("dev", ROOT), ("mig", ROOT), ("greed", ROOT), ("big", big)):
+        page = out / f"{stack}.html"
+        r = runner.invoke(app, ["report", "--stack", stack, "--project-dir", str(project), "--out", str(page)])
+        assert r.exit_code == 0, r.output
+        pages[stack] = page
+    return pages
+
+
+def _open(browser, page: Path) -> None:
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get(page.resolve().as_uri())
+
+
+def _shapes(browser, css: str):
+    from selenium.webdriver.common.by import By
+
+    return browser.find_elements(By.CSS_SELECTOR, css)
+
+
+def test_console_errors_are_seen_at_all(browser, tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><title>t</title><script>console.error('seen by the test')</script>")
+    _open(browser, page)
+    assert any("seen by the test" in e["message"] for e in console_errors(browser))
+
+
+def test_dev_page_draws_one_t4_split_into_four_mps_shares_without_console_errors(browser, pages):
+    _open(browser, pages["dev"])
+    assert len(_shapes(browser, "svg.node rect.gpu")) == 1
+    shares = _shapes(browser, "svg.node rect.unit")
+    assert len(shares) == 4
+    assert all("mps" in s.get_attribute("class").split() for s in shares)
+    assert sum("free" in s.get_attribute("class").split() for s in shares) == 1
+    assert console_errors(browser) == []
+
+
+def test_mig_page_shows_seven_1g5gb_slices_and_the_jobs_on_them(browser, pages):
+    _open(browser, pages["mig"])
+    assert len(_shapes(browser, "svg.node rect.gpu")) == 1
+    slices = _shapes(browser, "svg.node rect.unit")
+    assert len(slices) == 7
+    titles = [s.find_element("tag name", "title").get_attribute("textContent") for s in slices]
+    assert all("MIG 1g.5gb" in t for t in titles)
+    assert [t.rsplit(": ", 1)[1] for t in titles[:2]] == ["Job/default/vectoradd-1", "Job/default/vectoradd-2"]
+    assert "7\u00d7 1g.5gb" in browser.find_element("tag name", "body").text
+    assert console_errors(browser) == []
+
+
+def test_pending_workload_and_its_scheduler_message_are_on_the_page(browser, pages):
+    _open(browser, pages["greed"])
+    text = browser.find_element("css selector", "#not-running").text
+    assert "Deployment/greed/greedy-trainer" in text
+    assert "0/1 nodes are available: 1 Insufficient nvidia.com/gpu." in text
+    assert console_errors(browser) == []
+
+
+def test_screenshot_shows_the_workload_colours(browser, pages):
+    from PIL import Image
+
+    _open(browser, pages["mig"])
+    browser.find_element("css selector", "svg.node").location_once_scrolled_into_view
+    image = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("RGB")
+    colours = {c for _, c in image.getcolors(maxcolors=1 << 20)}
+    assert len(colours) > 16, "the screenshot is (nearly) blank"
+    wanted = {tuple(int(h[i:i + 2], 16) for i in (1, 3, 5)) for h in PALETTE[:2]}  # vectoradd-1, vectoradd-2
+    assert wanted <= colours
+
+
+def test_thousand_node_page_is_small_collapses_nodes_and_loads_quickly(browser, pages):
+    page = pages["big"]
+    assert page.stat().st_size < 3_000_000
+    started = time.monotonic()
+    _open(browser, page)
+    assert time.monotonic() - started < 5
+    counts = [e.text for e in _shapes(browser, ".count")]
+    assert counts == ["\u00d7250", "\u00d7350", "\u00d7100", "\u00d7200", "\u00d732", "\u00d767"]
+    assert "1000 node(s)" in browser.find_element("tag name", "header").text
+    assert console_errors(browser) == []

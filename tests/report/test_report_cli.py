@@ -1,0 +1,124 @@
+"""`gpufleet report`: what it writes, what it refuses, and what the page and the summary say."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpufleet.capacity.model import Node
+from gpufleet.cli import app
+from gpufleet.report import render_html, report_of, summary_markdown, stack_report
+from gpufleet.config.loading import load_stack
+from tests.report.fleet import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures"
+runner = CliRunner()
+
+
+def gpufleet(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.refs += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href", "srcset", "action")]
+
+
+def test_page_is_self_contained_no_script_no_link_no_remote_reference(tmp_path):
+    page = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", "--stack", "greed", "--project-dir", str(ROOT), "--out", str(page)])
+    assert r.exit_code == 0, r.output
+    html = page.read_text()
+    parser = _Refs()
+    parser.feed(html)
+    assert not {"script", "link", "img", "iframe", "object"} & parser.tags
+    refs = parser.refs + re.findall(r"url\(\s*['\"]?([^)'\"]*)", html) + re.findall(r"@import\s+['\"]?([^'\";]+)", html)
+    assert [ref for ref in refs if re.match(r"(?i)\s*(https?:|//|ftp:|data:)", ref)] == []
+    assert "//" not in "".join(refs)
+
+
+def test_stack_report_writes_page_and_summary_and_exits_0_even_with_pending_workloads(tmp_path):
+    r = gpufleet("report", "--stack", "greed", "--project-dir", str(ROOT), "--out", "out/r.html",
+                 "--summary", "out/s.md", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1 not running" in r.stdout
+    assert "0/1 nodes are available: 1 Insufficient nvidia.com/gpu." in (tmp_path / "out" / "r.html").read_text()
+    summary = (tmp_path / "out" / "s.md").read_text()
+    assert "| edge | 1 | 1 | 0 | 0 | 0 | 3 | 1 | `Deployment/greed/greedy-trainer` |" in summary
+    assert "`Deployment/greed/greedy-trainer` pending, 0 of 1 pod(s) placed: 0/1 nodes are available" in summary
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.html", "s.md"]  # no temporary files left
+
+
+def test_nodes_and_manifests_report_includes_running_pods_and_the_pending_pod(tmp_path):
+    page = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", "--nodes", str(FIXTURES / "nodes-mixed-cluster.json"), "--pods",
+                            str(FIXTURES / "pods-mixed-cluster.json"), str(FIXTURES / "manifests" / "too-big.yaml"),
+                            "--out", str(page)])
+    assert r.exit_code == 0, r.output
+    html = page.read_text()
+    assert "Pod/default/greedy" in html and "pods already running" in html
+    assert "0/4 nodes are available:" in html
+
+
+def test_existing_output_is_refused_unless_forced(tmp_path):
+    page = tmp_path / "r.html"
+    page.write_text("mine")
+    r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(page), cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"--out {page}: already exists; pass --force to overwrite it"
+    assert page.read_text() == "mine"
+    r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(page), "--force", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_directory_as_output_is_refused(tmp_path):
+    r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(tmp_path), "--force",
+                 cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith(f"--out {tmp_path}: is a directory")
+
+
+def test_bad_input_exits_2_naming_the_file_and_writes_nothing(tmp_path):
+    bad = tmp_path / "nodes.json"
+    bad.write_text("{not json")
+    r = gpufleet("report", "--nodes", str(bad), "--out", "r.html", "--summary", "s.md", cwd=tmp_path)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and str(bad) in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nodes.json"]
+
+
+def test_stack_and_nodes_together_are_refused(tmp_path):
+    r = gpufleet("report", "--stack", "dev", "--project-dir", str(ROOT), "--nodes",
+                 str(FIXTURES / "nodes-one-h100x8.json"), "--out", "r.html", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "--stack" in r.stderr and "--nodes" in r.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_names_from_the_input_are_escaped_on_the_page():
+    hostile = '<img src=x onerror="alert(1)">'
+    node = Node(name=hostile, labels={"nvidia.com/gpu.product": "Tesla-T4", "agentpool": "</style><b>"}, taints=(),
+                allocatable={"pods": 110, "nvidia.com/gpu": 1}, capacity={"pods": 110, "nvidia.com/gpu": 1},
+                unknown=frozenset({"cpu", "memory", "ephemeral-storage"}))
+    html = render_html(report_of("<t>", [node], [], []))
+    assert "<img" not in html and "</style><b>" not in html
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+
+
+def test_summary_counts_mig_slices_per_pool():
+    summary = summary_markdown(stack_report("mig", load_stack("mig", ROOT).config))
+    assert "| a100 | 1 | 1 | 0 | 2 | 5 | 0 | 0 | none |" in summary
+    assert "Every workload is placed." in summary

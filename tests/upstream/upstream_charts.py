@@ -1,0 +1,71 @@
+"""The real upstream NVIDIA charts (.tgz) and `helm template` over them with the values gpufleet plans.
+
+Charts are looked up, in order, in the shared reference copy beside the repository, under
+$GPUFLEET_REFERENCE, and in what `make upstream-charts` fetched; a test that needs one fails (not skips)
+when none has it, naming every place it looked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufleet.nvidia import versions
+from helm_binary import run_helm
+from tests.conftest import ROOT
+
+#: Where `make upstream-charts` puts them (git-ignored).
+FETCHED = ROOT / "upstream-charts"
+
+CHARTS = {
+    versions.GPU_OPERATOR_CHART: versions.GPU_OPERATOR_VERSION,
+    versions.DEVICE_PLUGIN_CHART: versions.DEVICE_PLUGIN_VERSION,
+    versions.DRA_DRIVER_CHART: versions.DRA_DRIVER_VERSION,
+}
+
+
+def chart_dirs() -> list[Path]:
+    dirs = [ROOT.parent / "shared" / "reference" / "upstream" / "charts"]
+    if os.environ.get("GPUFLEET_REFERENCE"):
+        dirs.append(Path(os.environ["GPUFLEET_REFERENCE"]) / "upstream" / "charts")
+    dirs.append(FETCHED)
+    return dirs
+
+
+def chart_archive(chart: str, version: str | None = None) -> Path:
+    """The chart's .tgz as `helm pull` names it (`<chart>-<version>.tgz`); fails the test when absent."""
+    name = f"{chart}-{version or CHARTS[chart]}.tgz"
+    for d in chart_dirs():
+        if (d / name).is_file():
+            return d / name
+    places = ", ".join(str(d) for d in chart_dirs())
+    hint = "" if os.environ.get("GPUFLEET_REFERENCE") else " (or set GPUFLEET_REFERENCE to a reference dir)"
+    pytest.fail(f"upstream chart {name} not found in: {places}; run `make upstream-charts` to fetch it{hint}",
+                pytrace=False)
+
+
+def helm_template(archive: Path, release: str, namespace: str, values: dict[str, Any], tmp_path: Path) -> list[dict]:
+    """`helm template` of the archive with these values: every rendered object."""
+    values_file = tmp_path / f"{release}-values.yaml"
+    values_file.write_text(yaml.safe_dump(values, sort_keys=False))
+    run = run_helm("template", release, str(archive), "--namespace", namespace, "--values", str(values_file))
+    assert run.returncode == 0, run.stderr
+    return [d for d in yaml.safe_load_all(run.stdout) if d]
+
+
+def crd_schema(archive: Path, crd_file: str, version: str) -> dict[str, Any]:
+    """The openAPIV3Schema of one version of a CRD shipped in the chart's crds/ directory."""
+    import tarfile
+
+    chart = archive.name.rsplit("-", 1)[0]
+    with tarfile.open(archive) as tar:
+        crd = yaml.safe_load(tar.extractfile(f"{chart}/crds/{crd_file}").read())
+    return next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == version)
+
+
+def by_kind(objects: list[dict], kind: str) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
