@@ -82,8 +82,8 @@ def in_the_way(out: Path) -> list[str]:
     files, dirs = _entries(out)
     ours_dirs = {p.as_posix() for rel in ours for p in Path(rel).parents if p != Path(".")}
     foreign = [f for f in files if f != MARKER and (f not in ours or (out / f).is_symlink())]
-    foreign += [d for d in dirs if d not in ours_dirs]
-    return sorted(foreign)
+    holding = {p.as_posix() for f in foreign for p in Path(f).parents}
+    return sorted(foreign) + [d for d in dirs if d not in ours_dirs and d not in holding]
 
 
 def _inside(path: Path, parent: Path) -> bool:
