@@ -82,7 +82,7 @@ def config_problems(doc: dict[str, Any], project_dir: Path) -> list[str]:
                 problems.append(f"{name}.{key}: expected a file path, got {json.dumps(value)}")
                 continue
             path = Path(value).expanduser()
-            path = path if path.is_absolute() else project_dir / path
+            path = path if path.is_absolute() else project_dir.resolve() / path
             if not path.is_file():
                 problems.append(f"{name}.{key}: no such file {path}")
     return problems
