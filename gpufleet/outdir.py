@@ -52,7 +52,7 @@ def read_marker(out: Path) -> Marker | None:
     if path.is_symlink() or not path.is_file():
         raise OutputDirError(f"{path}: not a file gpufleet wrote (a symlink or directory); will not write into {out}")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_text(encoding="utf-8"))
         files = doc["files"]
         if doc.get("format") != MARKER_FORMAT or not all(isinstance(f, str) for f in files):
             raise ValueError("unknown format")
@@ -120,6 +120,16 @@ def write_tree(out: Path, files: dict[str, str], command: str, protected: dict[s
         if Path(rel).is_absolute() or ".." in parts or not parts or rel == MARKER:
             raise ValueError(f"output path {rel!r} is not a plain relative path")
     target = check_target(out, protected)
+    try:
+        _replace(target, files, command)
+    except OSError as e:
+        raise OutputDirError(f"{out}: cannot write the output ({e.strerror or e}); the previous content is "
+                             "unchanged") from e
+    return [out / rel for rel in sorted(files)]
+
+
+def _replace(target: Path, files: dict[str, str], command: str) -> None:
+    """Write the tree into a fresh sibling directory, then swap it in; clean up whatever happens."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     old: Path | None = None
@@ -127,8 +137,8 @@ def write_tree(out: Path, files: dict[str, str], command: str, protected: dict[s
         for rel, text in sorted(files.items()):
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        (staging / MARKER).write_text(Marker(command, tuple(sorted(files))).to_text())
+            path.write_text(text, encoding="utf-8")
+        (staging / MARKER).write_text(Marker(command, tuple(sorted(files))).to_text(), encoding="utf-8")
         os.chmod(staging, 0o777 & ~_umask())
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
@@ -144,7 +154,6 @@ def write_tree(out: Path, files: dict[str, str], command: str, protected: dict[s
         shutil.rmtree(staging, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    return [out / rel for rel in sorted(files)]
 
 
 def _umask() -> int:

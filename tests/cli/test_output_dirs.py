@@ -177,7 +177,7 @@ def test_failure_while_writing_leaves_the_previous_output_and_no_temporary_files
         return real_write(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", failing_write)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputDirError, match="No space left on device.*previous content is unchanged"):
         write_tree(out, {"a.txt": "new\n", "sub/b.txt": "new\n", "c.txt": "new\n"}, "test", {})
     monkeypatch.undo()
     assert snapshot(tmp_path) == before
