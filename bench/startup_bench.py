@@ -34,11 +34,13 @@ CASES = [
 
 
 def median_seconds(argv: list[str], runs: int) -> float:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": path}
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
         times.append(time.perf_counter() - start)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(argv[3:]) or argv}: exit {done.returncode}\n{done.stderr[-2000:]}")

@@ -50,7 +50,8 @@ def read_marker(out: Path) -> Marker | None:
     if not path.exists() and not path.is_symlink():
         return None
     if path.is_symlink() or not path.is_file():
-        raise OutputDirError(f"{path}: not a file gpufleet wrote (a symlink or directory); will not write into {out}")
+        raise OutputDirError(f"{path}: not a file gpufleet wrote (a symlink or directory); "
+                             f"will not write into {out}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         files = doc["files"]
@@ -93,7 +94,8 @@ def _inside(path: Path, parent: Path) -> bool:
 def check_target(out: Path, protected: dict[str, Path]) -> Path:
     """Refuse an output path that would clobber something; returns it absolute. `protected`: label -> dir."""
     if out.is_symlink():
-        raise OutputDirError(f"{out}: is a symlink; pass the directory it points to (gpufleet does not replace links)")
+        raise OutputDirError(f"{out}: is a symlink; pass the directory it points to "
+                             "(gpufleet does not replace links)")
     target = Path(os.path.abspath(out))
     if target.exists() and not target.is_dir():
         raise OutputDirError(f"{out}: exists and is not a directory; choose a directory for the output")

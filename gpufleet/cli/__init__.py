@@ -22,19 +22,25 @@ import typer.main
 
 from gpufleet.errors import GpufleetError
 
-#: Exit status for a bug in gpufleet (BSD sysexits' EX_SOFTWARE): distinct from 1 (check failed) and 2 (bad input).
+#: Exit status for a bug in gpufleet (BSD sysexits' EX_SOFTWARE): not 1 (check failed), not 2 (bad input).
 INTERNAL_ERROR_EXIT = 70
 DEBUG_ENV = "GPUFLEET_DEBUG"
 PROG = "gpufleet"
 
 #: name -> (module defining `command`, one-line help shown by `gpufleet --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("gpufleet.cli.plan", "Run the Pulumi program under the mock engine and print a preview."),
-    "schema": ("gpufleet.cli.schema", "Print the JSON Schema of Pulumi.<stack>.yaml's `gpufleet:` config."),
-    "check": ("gpufleet.cli.check", "Check that every GPU workload in MANIFESTS will be accepted and scheduled."),
-    "discover": ("gpufleet.cli.discover", "Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."),
-    "charts": ("gpufleet.cli.charts", "Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."),
-    "validate": ("gpufleet.cli.validate", "Validate manifests strictly: unknown fields, unknown kinds and removed APIs are errors."),
+    "plan": ("gpufleet.cli.plan",
+             "Run the Pulumi program under the mock engine and print a preview."),
+    "schema": ("gpufleet.cli.schema",
+               "Print the JSON Schema of Pulumi.<stack>.yaml's `gpufleet:` config."),
+    "check": ("gpufleet.cli.check",
+              "Check that every GPU workload in MANIFESTS will be accepted and scheduled."),
+    "discover": ("gpufleet.cli.discover",
+                 "Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."),
+    "charts": ("gpufleet.cli.charts",
+               "Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."),
+    "validate": ("gpufleet.cli.validate",
+                 "Validate manifests strictly: unknown fields, unknown kinds and removed APIs are errors."),
 }
 
 

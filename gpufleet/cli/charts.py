@@ -21,10 +21,11 @@ def _repo_path(out: Path) -> str:
 
 def command(
     stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
-    out: Path = typer.Option(..., "--out", help="Directory to write the chart, upstream values and GitOps files to "
-                             "(a new or empty directory, or an earlier `charts --out` of gpufleet's)."),
+    out: Path = typer.Option(..., "--out", help="Directory to write the chart, upstream values and GitOps files "
+                             "to (a new or empty directory, or an earlier `charts --out` of gpufleet's)."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
-    git_url: str = typer.Option(DEFAULT_GIT_URL, "--git-url", help="Git repository Argo CD / Flux read the chart from."),
+    git_url: str = typer.Option(DEFAULT_GIT_URL, "--git-url",
+                                help="Git repository Argo CD / Flux read the chart from."),
     revision: str = typer.Option("main", "--revision", help="Branch Argo CD / Flux follow."),
 ) -> None:
     """Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."""

@@ -17,10 +17,11 @@ def command(
     out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here "
                                     "(a new or empty directory, or an earlier `plan --out` of gpufleet's)."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
-    diff: Path | None = typer.Option(None, "--diff", help="Print a Markdown diff against an earlier `plan --out` directory."),
+    diff: Path | None = typer.Option(None, "--diff",
+                                     help="Print a Markdown diff against an earlier `plan --out` directory."),
     policy_pack_config: Path | None = typer.Option(
-        None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: policies/config.<stack>.json "
-        "if present, else derived from the stack."),
+        None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: "
+        "policies/config.<stack>.json if present, else derived from the stack."),
     no_policies: bool = typer.Option(False, "--no-policies", help="Do not run the policy pack."),
 ) -> None:
     """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
@@ -43,7 +44,8 @@ def command(
 
     with contextlib.ExitStack() as running:
         # The pack starts now and imports while the program runs; its config is checked before either.
-        step = None if no_policies else running.enter_context(PolicyStep(project_dir, stack, policy_pack_config))
+        step = None if no_policies else running.enter_context(
+            PolicyStep(project_dir, stack, policy_pack_config))
         loaded = load_stack(stack, project_dir)
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
