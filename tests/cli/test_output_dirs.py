@@ -210,3 +210,34 @@ def test_only_files_gpufleet_wrote_are_ever_replaced(tmp_path_factory, ours, use
     assert not user
     assert {p for p, v in snapshot(out).items() if v != "<dir>"} == set(new) | {MARKER}
     assert all((out / n).read_text() == f"new {n}\n" for n in new)
+
+
+def test_make_plan_path_inside_the_project_can_be_rerun(project):
+    """`make plan` writes build/plan-dev inside the project, again and again."""
+    for _ in range(2):
+        result = gpufleet("plan", "--stack", "dev", "--no-policies", "--out", "build/plan-dev", cwd=project)
+        assert result.returncode == 0, result.stderr
+    assert json.loads((project / "build/plan-dev/plan.json").read_text())["stack"] == "dev"
+    assert sorted(p.name for p in (project / "build").iterdir()) == ["plan-dev"]
+
+
+def test_out_that_is_a_symlink_is_refused(tmp_path):
+    real = tmp_path / "real"
+    write_tree(real, {"a.txt": "ours\n"}, "test", {})
+    (tmp_path / "link").symlink_to(real)
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputDirError, match="is a symlink"):
+        write_tree(tmp_path / "link", {"a.txt": "new\n"}, "test", {})
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("marker", ['{"files": ["a.txt"]}', "not json", '{"format": "gpufleet-output/v1"}'])
+def test_unreadable_marker_is_not_trusted(tmp_path, marker):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_text("whose?\n")
+    (out / MARKER).write_text(marker)
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputDirError, match="not a gpufleet output marker"):
+        write_tree(out, {"a.txt": "new\n"}, "test", {})
+    assert snapshot(tmp_path) == before
