@@ -9,7 +9,6 @@ and AnalyzeStack with every resource. The process is always terminated.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import subprocess
