@@ -35,22 +35,27 @@ def command(
     if out is not None:
         check_target(out, protected)  # fail before planning; checked again when writing
 
-    from gpufleet.config.loading import load_stack
-    from gpufleet.planning.diff import diff_markdown, read_plan_document
-    from gpufleet.planning.engine import run_program
-    from gpufleet.planning.output import plan_document, write_plan
-    from gpufleet.planning.policies import PolicyStep
-    from gpufleet.planning.preview import print_preview
+    from gpufleet.planning.policies import PolicyStep  # light: no Pulumi yet
 
     with contextlib.ExitStack() as running:
-        # The pack starts now and imports while the program runs; its config is checked before either.
+        # The pack's config is checked first; then the pack starts and imports while this process imports
+        # Pulumi and runs the program.
         step = None if no_policies else running.enter_context(
             PolicyStep(project_dir, stack, policy_pack_config))
+
+        from gpufleet.config.loading import load_stack
+        from gpufleet.planning.engine import run_program
+        from gpufleet.planning.output import write_plan
+        from gpufleet.planning.preview import print_preview
+
         loaded = load_stack(stack, project_dir)
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
         plan = run_program(loaded)
         if diff is not None:
+            from gpufleet.planning.diff import diff_markdown, read_plan_document
+            from gpufleet.planning.output import plan_document
+
             typer.echo(diff_markdown(read_plan_document(diff), plan_document(plan)))
         else:
             print_preview(plan)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from gpufleet.planning.engine import Plan
 from gpufleet.planning.policy_client import (
     PolicyPackProcess, PolicyReport, analyze_plan, default_pack_config_path, load_pack_config, start_pack,
 )
+
+if TYPE_CHECKING:
+    from gpufleet.planning.engine import Plan
 
 PACK_DIR_NAME = "policies"
 

@@ -17,11 +17,13 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, STACK_TYPE, Plan
 from gpufleet.planning.pack_config import LEVELS, check_against_pack, read_pack_config
+
+if TYPE_CHECKING:  # Pulumi loads only when a plan is analyzed, so the pack can start before it does
+    from gpufleet.planning.engine import Plan
 
 #: What the analyzer reads as "unknown during preview" (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
 UNKNOWN_WIRE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -82,6 +84,8 @@ def _wire(value: Any) -> Any:
     """Plan inputs as analyzer properties: secrets stay marked (value masked), unknowns become the sentinel."""
     from pulumi.output import Unknown
     from pulumi.runtime.rpc import UNKNOWN
+
+    from gpufleet.planning.engine import SECRET_SIG, SIG_KEY
 
     if isinstance(value, Unknown):
         return UNKNOWN_WIRE
@@ -240,6 +244,8 @@ def analyze_plan(plan: Plan, pack_dir: Path, project_dir: Path, pack_config: dic
     import grpc
     from google.protobuf import empty_pb2, struct_pb2
     from pulumi.runtime import proto
+
+    from gpufleet.planning.engine import STACK_TYPE
 
     pack_dir, project_dir = pack_dir.resolve(), project_dir.resolve()
     derived = {"stack": plan.stack, "projectDir": str(project_dir)}
