@@ -115,3 +115,25 @@ def test_plan_runs_leave_no_stray_event_loop_messages():
         assert result.returncode == 0, result.stderr
         assert "Exception ignored" not in result.stderr
         assert "unclosed event loop" not in result.stderr and "ResourceWarning" not in result.stderr
+
+
+def test_pack_starts_before_the_plan_exists_and_always_ends():
+    """plan starts the pack when it begins, so the pack's start-up overlaps the Pulumi program."""
+    from gpufleet.planning.policies import PolicyStep
+
+    with PolicyStep(ROOT, "dev", None) as step:
+        assert step.process.proc is not None and step.process.proc.poll() is None
+    assert step.process.proc.poll() is not None
+
+
+def test_unusable_pack_config_starts_no_pack(tmp_path, monkeypatch):
+    from gpufleet.planning import policies
+    from gpufleet.planning.pack_config import PackConfigError
+
+    started = []
+    monkeypatch.setattr(policies, "start_pack", lambda *a, **k: started.append(a))
+    config = tmp_path / "pack.json"
+    config.write_text('{"all": "strict"}')
+    with pytest.raises(PackConfigError, match="enforcement level 'strict'"):
+        policies.PolicyStep(ROOT, "dev", config)
+    assert started == []
