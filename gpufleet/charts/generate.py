@@ -12,7 +12,6 @@ Layout under the output directory:
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from gpufleet import __version__
@@ -21,6 +20,7 @@ from gpufleet.charts.objects import VALUES_SECTION, chart_objects, env_secrets, 
 from gpufleet.charts.templating import environment, template_body
 from gpufleet.charts.values import value_tree, values_lines, values_schema
 from gpufleet.config.stack import StackConfig
+from gpufleet.outdir import write_tree
 from gpufleet.planning.output import dump_yaml
 from gpufleet.render import gpu_stack as r
 from gpufleet.render.workloads import notebook_token_secret_name
@@ -28,7 +28,6 @@ from gpufleet.render.workloads import notebook_token_secret_name
 #: Oldest Kubernetes the chart's objects need (apps/v1, batch/v1 with ttlSecondsAfterFinished: GA in 1.23;
 #: 1.25 is the oldest schema set kubernetes-validate ships). `-0` lets pre-release-style versions match.
 KUBE_VERSION_CONSTRAINT = ">= 1.25.0-0"
-TOP_LEVEL = ("values", "argocd", "flux", "README.md")
 
 
 def chart_name(stack: str) -> str:
@@ -85,20 +84,9 @@ def _notes(cfg: StackConfig) -> dict:
     return {"node_labels": node_labels, "notebooks": notebooks, "load_balancers": lbs, "env_secrets": env_secrets(cfg)}
 
 
-def write_files(files: dict[str, str], out: Path) -> list[Path]:
-    """Replace the generated tree under `out` (only the paths gpufleet owns) with `files`."""
-    out.mkdir(parents=True, exist_ok=True)
-    owned = {Path(rel).parts[0] for rel in files} | set(TOP_LEVEL)
-    for name in sorted(owned):
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    written = []
-    for rel, text in sorted(files.items()):
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
-    return written
+def write_files(files: dict[str, str], out: Path, command: str,
+                protected: dict[str, Path] | None = None) -> list[Path]:
+    """Write `files` as the content of `out` (see gpufleet.outdir: only a directory that is new, empty or
+    gpufleet's own output is replaced, atomically). `protected`: directories `out` must not be or contain."""
+    protected = {"current directory": Path.cwd()} if protected is None else protected
+    return write_tree(out, files, command, protected)

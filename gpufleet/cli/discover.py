@@ -6,22 +6,27 @@ import json
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from gpufleet.capacity.kubectl import capacity_from_cluster
-from gpufleet.capacity.model import Capacity
-from gpufleet.capacity.nvml import capacity_from_nvml
-from gpufleet.discovery.kubernetes import ClusterSource, FileCluster, KubeconfigCluster
-from gpufleet.discovery.nvml import GpuInventory, NvmlInventory
 from gpufleet.errors import GpufleetError, InputError
+
+if TYPE_CHECKING:  # the sources load when the command runs, so `discover --help` stays fast
+    from gpufleet.capacity.model import Capacity
+    from gpufleet.discovery.kubernetes import ClusterSource
+    from gpufleet.discovery.nvml import GpuInventory
 
 
 def discover(*, kubeconfig: Path | None = None, context: str | None = None, nodes: Path | None = None,
              pods: Path | None = None, nvml: bool = False, cluster: ClusterSource | None = None,
              inventory: GpuInventory | None = None) -> Capacity:
     """Pick the one source asked for. `cluster` / `inventory` replace the real ones (tests)."""
+    from gpufleet.capacity.kubectl import capacity_from_cluster
+    from gpufleet.capacity.nvml import capacity_from_nvml
+    from gpufleet.discovery.kubernetes import FileCluster, KubeconfigCluster
+    from gpufleet.discovery.nvml import NvmlInventory
+
     chosen = [s for s, on in (("--kubeconfig", kubeconfig), ("--nodes", nodes), ("--nvml", nvml)) if on]
     if len(chosen) != 1:
         raise InputError("choose exactly one source: --kubeconfig PATH, --nodes FILE or --nvml"

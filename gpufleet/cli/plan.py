@@ -1,42 +1,66 @@
-"""`gpufleet plan`: show what `pulumi up` would create for a stack, offline."""
+"""`gpufleet plan`: show what `pulumi up` would create for a stack, offline.
+
+Only typer is imported here; Pulumi and the planning modules load when the command runs, so
+`gpufleet plan --help` and usage errors stay fast.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
 
-from gpufleet.config.loading import load_stack
-from gpufleet.planning.engine import run_program
-from gpufleet.planning.diff import diff_markdown, read_plan_document
-from gpufleet.planning.output import plan_document, write_plan
-from gpufleet.planning.policies import check_policies
-from gpufleet.planning.preview import print_preview
-
 
 def command(
     stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
-    out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here."),
+    out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here "
+                                    "(a new or empty directory, or an earlier `plan --out` of gpufleet's)."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
-    diff: Path | None = typer.Option(None, "--diff", help="Print a Markdown diff against an earlier `plan --out` directory."),
+    diff: Path | None = typer.Option(None, "--diff",
+                                     help="Print a Markdown diff against an earlier `plan --out` directory."),
     policy_pack_config: Path | None = typer.Option(
-        None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: policies/config.<stack>.json "
-        "if present, else derived from the stack."),
+        None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: "
+        "policies/config.<stack>.json if present, else derived from the stack."),
     no_policies: bool = typer.Option(False, "--no-policies", help="Do not run the policy pack."),
 ) -> None:
     """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
     Then run the policy pack (policies/) over it as `pulumi preview --policy-pack` would; exit 1 on a
-    mandatory violation."""
-    loaded = load_stack(stack, project_dir)
-    for warning in loaded.warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    plan = run_program(loaded)
-    if diff is not None:
-        typer.echo(diff_markdown(read_plan_document(diff), plan_document(plan)))
-    else:
-        print_preview(plan)
+    mandatory violation. Nothing is written unless the plan and the pack pass."""
+    from gpufleet.cli._project import protected_dirs, require_project
+    from gpufleet.outdir import check_target
+
+    require_project(project_dir)
+    protected = protected_dirs(project_dir)
     if out is not None:
-        files = write_plan(plan, out)
+        check_target(out, protected)  # fail before planning; checked again when writing
+
+    from gpufleet.planning.policies import PolicyStep  # light: no Pulumi yet
+
+    with contextlib.ExitStack() as running:
+        # The pack's config is checked first; then the pack starts and imports while this process imports
+        # Pulumi and runs the program.
+        step = None if no_policies else running.enter_context(
+            PolicyStep(project_dir, stack, policy_pack_config))
+
+        from gpufleet.config.loading import load_stack
+        from gpufleet.planning.engine import run_program
+        from gpufleet.planning.output import write_plan
+        from gpufleet.planning.preview import print_preview
+
+        loaded = load_stack(stack, project_dir)
+        for warning in loaded.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        plan = run_program(loaded)
+        if diff is not None:
+            from gpufleet.planning.diff import diff_markdown, read_plan_document
+            from gpufleet.planning.output import plan_document
+
+            typer.echo(diff_markdown(read_plan_document(diff), plan_document(plan)))
+        else:
+            print_preview(plan)
+        if step is not None:
+            step.run(plan)  # exit 1 on a mandatory violation: nothing is written
+    if out is not None:
+        files = write_plan(plan, out, protected)
         typer.echo(f"Wrote {files[0]} and {len(files) - 1} manifests under {out / 'manifests'}")
-    if not no_policies:
-        check_policies(plan, project_dir, policy_pack_config)

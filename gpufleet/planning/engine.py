@@ -6,7 +6,9 @@ registration (type, name, parent, inputs) so the plan shows exactly what `pulumi
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -108,13 +110,46 @@ class _Mocks(pulumi.runtime.Mocks):
 
 
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
-    """The SDK's mock monitor, also recording each registration's parent and raw inputs."""
+    """The SDK's mock monitor, also recording each registration's parent and raw inputs.
+
+    The SDK calls the monitor from its executor's worker threads, and the mock monitor runs an event loop in
+    each; left to itself it creates one per thread and never closes it, and those loops, finalised at
+    interpreter exit after their sockets, print "Exception ignored in BaseEventLoop.__del__". So each worker
+    thread gets a loop created here, and close_loops() closes them once the program is done.
+    """
 
     def __init__(self, mocks: pulumi.runtime.Mocks):
         super().__init__(mocks)
         self.registrations: list[PlannedResource] = []
+        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _thread_loop(self) -> None:
+        if threading.current_thread() is threading.main_thread() or getattr(self._local, "loop", None):
+            return
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._local.loop = loop
+        with self._lock:
+            self._loops.append(loop)
+
+    def close_loops(self) -> None:
+        with self._lock:
+            loops, self._loops = self._loops, []
+        for loop in loops:
+            loop.close()
+
+    def Invoke(self, request):
+        self._thread_loop()
+        return super().Invoke(request)
+
+    def ReadResource(self, request):
+        self._thread_loop()
+        return super().ReadResource(request)
 
     def RegisterResource(self, request):
+        self._thread_loop()
         response = super().RegisterResource(request)
         inputs = rpc.deserialize_properties(request.object, keep_unknowns=True) if request.type != STACK_TYPE else {}
         self.registrations.append(PlannedResource(
@@ -135,12 +170,7 @@ def run_program(loaded: LoadedStack, program: Callable[[], Any] | None = None, p
         if f"{NAMESPACE}:{key}" not in config:
             config[f"{NAMESPACE}:{key}"] = SECRET_PLACEHOLDER
             secret_keys.append(f"{NAMESPACE}:{key}")
-    pulumi.runtime.set_all_config(config, secret_keys)
     monitor = _RecordingMonitor(_Mocks())
-    pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=loaded.name, preview=preview, monitor=monitor)
-    pulumi_mocks.SETTINGS.rpc_manager.clear()
-    pulumi_mocks.SETTINGS.outputs.clear()
 
     def body():
         if program is not None:
@@ -148,7 +178,21 @@ def run_program(loaded: LoadedStack, program: Callable[[], Any] | None = None, p
         else:
             gpufleet_program.build(loaded.config)
 
-    pulumi_mocks._sync_await(pulumi.runtime.stack.run_pulumi_func(body))
+    loop = asyncio.new_event_loop()  # this run's loop, set before any Output exists (set_mocks makes some)
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi.runtime.set_all_config(config, secret_keys)
+        pulumi.runtime.settings.ROOT.set(None)
+        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=loaded.name, preview=preview, monitor=monitor)
+        pulumi_mocks.SETTINGS.rpc_manager.clear()
+        pulumi_mocks.SETTINGS.outputs.clear()
+        pulumi_mocks._sync_await(pulumi.runtime.stack.run_pulumi_func(body))
+    finally:
+        # Join the SDK's worker threads, then close every loop this run created (see _RecordingMonitor).
+        loop.run_until_complete(loop.shutdown_default_executor())
+        monitor.close_loops()
+        asyncio.set_event_loop(None)
+        loop.close()
     plan = Plan(stack=loaded.name, project=project, warnings=list(loaded.warnings))
     plan.resources = sorted(monitor.registrations, key=lambda r: r.urn)
     return plan

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpufleet.outdir import write_tree
 from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, Plan, PlannedResource
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
@@ -113,19 +113,19 @@ def dump_yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_BlockDumper, sort_keys=False, default_flow_style=False, width=100)
 
 
-def write_plan(plan: Plan, out: Path) -> list[Path]:
-    """Write plan.json and the manifests into `out` (replacing its previous plan); returns the files."""
-    files = manifest_files(plan)
-    staging = out.with_name(out.name + ".tmp")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    (staging / "plan.json").write_text(json.dumps(plan_document(plan), indent=2, sort_keys=False) + "\n")
-    for rel, doc in sorted(files.items()):
-        path = staging / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(dump_yaml(doc))
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
-    return [out / "plan.json", *(out / rel for rel in sorted(files))]
+def plan_files(plan: Plan) -> dict[str, str]:
+    """Relative path -> text of everything `plan --out` writes: plan.json and the manifests."""
+    files = {"plan.json": json.dumps(plan_document(plan), indent=2, sort_keys=False) + "\n"}
+    files.update((rel, dump_yaml(doc)) for rel, doc in sorted(manifest_files(plan).items()))
+    return files
+
+
+def write_plan(plan: Plan, out: Path, protected: dict[str, Path] | None = None) -> list[Path]:
+    """Write plan.json and the manifests as the content of `out` (see gpufleet.outdir: only a directory that
+    is new, empty or gpufleet's own output is replaced); returns the files, plan.json first.
+
+    `protected`: directories `out` must not be or contain (default: the current directory)."""
+    files = plan_files(plan)
+    protected = {"current directory": Path.cwd()} if protected is None else protected
+    write_tree(out, files, f"gpufleet plan --stack {plan.stack}", protected)
+    return [out / "plan.json", *(out / rel for rel in sorted(files) if rel != "plan.json")]

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from gpufleet.planning.engine import Plan
-from gpufleet.planning.policy_client import PolicyReport, analyze_plan, default_pack_config, load_pack_config
+from gpufleet.planning.policy_client import (
+    PolicyPackProcess, PolicyReport, analyze_plan, default_pack_config_path, load_pack_config, start_pack,
+)
+
+if TYPE_CHECKING:
+    from gpufleet.planning.engine import Plan
 
 PACK_DIR_NAME = "policies"
 
@@ -35,13 +40,38 @@ def print_report(report: PolicyReport) -> None:
                "other violation(s)")
 
 
+class PolicyStep:
+    """The pack step of one `gpufleet plan`: the config is read and checked, and the pack process started,
+    before the program runs (so a bad config costs nothing and the pack starts up meanwhile); `run` then
+    analyzes the plan. A context manager: the process always ends."""
+
+    def __init__(self, project_dir: Path, stack: str, config_file: Path | None):
+        self.project_dir = project_dir
+        self.pack_dir = pack_dir_for(project_dir)
+        path = config_file or default_pack_config_path(self.pack_dir, stack)
+        self.config_source = str(path) if path else "policy pack config"
+        self.config = load_pack_config(path, project_dir) if path else {}
+        self.process: PolicyPackProcess = start_pack(self.pack_dir, project_dir, stack)
+
+    def __enter__(self) -> "PolicyStep":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.close()
+
+    def run(self, plan: Plan) -> PolicyReport:
+        """Analyze the plan, print the report; raises SystemExit(1) on a mandatory violation."""
+        report = analyze_plan(plan, self.pack_dir, self.project_dir, self.config, process=self.process,
+                              config_source=self.config_source)
+        print_report(report)
+        if report.mandatory:
+            # SystemExit, not typer.Exit: the CLI runs typer with standalone_mode=False, which turns typer.Exit
+            # into a return value that main() does not use (gpufleet check does the same).
+            raise SystemExit(1)
+        return report
+
+
 def check_policies(plan: Plan, project_dir: Path, config_file: Path | None) -> PolicyReport:
-    pack_dir = pack_dir_for(project_dir)
-    config = load_pack_config(config_file) if config_file else default_pack_config(pack_dir, plan.stack)
-    report = analyze_plan(plan, pack_dir, project_dir, config)
-    print_report(report)
-    if report.mandatory:
-        # SystemExit, not typer.Exit: the CLI runs typer with standalone_mode=False, which turns typer.Exit
-        # into a return value that main() does not use (gpufleet check does the same).
-        raise SystemExit(1)
-    return report
+    """Read the config, run the pack over `plan`, print the report; SystemExit(1) on a mandatory violation."""
+    with PolicyStep(project_dir, plan.stack, config_file) as step:
+        return step.run(plan)

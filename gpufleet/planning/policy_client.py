@@ -9,7 +9,6 @@ and AnalyzeStack with every resource. The process is always terminated.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import subprocess
@@ -18,16 +17,18 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, STACK_TYPE, Plan
+from gpufleet.planning.pack_config import LEVELS, check_against_pack, read_pack_config
+
+if TYPE_CHECKING:  # Pulumi loads only when a plan is analyzed, so the pack can start before it does
+    from gpufleet.planning.engine import Plan
 
 #: What the analyzer reads as "unknown during preview" (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
 UNKNOWN_WIRE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 START_TIMEOUT_SECONDS = 60.0
 CALL_TIMEOUT_SECONDS = 120.0
-LEVELS = ("advisory", "mandatory", "disabled", "remediate")
 
 
 class PolicyPackError(GpufleetError):
@@ -61,29 +62,30 @@ class PolicyReport:
         return [v for v in self.violations if v.level in ("mandatory", "remediate")]
 
 
-def load_pack_config(path: Path) -> dict[str, Any]:
-    """A `--policy-pack-config` JSON file: {"all": level, "<policy>": level | {"enforcementLevel": ..., ...}}."""
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError as e:
-        raise InputError(f"{path}: no such policy pack config file") from e
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a JSON policy pack config: {e}") from e
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object of policy name -> level or config")
-    return doc
+def load_pack_config(path: Path, project_dir: Path = Path(".")) -> dict[str, Any]:
+    """A `--policy-pack-config` JSON file: {"all": level, "<policy>": level | {"enforcementLevel": ..., ...}},
+    checked (PackConfigError, exit 2, on an unusable one)."""
+    return read_pack_config(path, project_dir)
 
 
-def default_pack_config(pack_dir: Path, stack: str) -> dict[str, Any]:
-    """`<pack>/config.<stack>.json` when it exists, else {} (stack-aware policies then get the stack derived)."""
+def default_pack_config_path(pack_dir: Path, stack: str) -> Path | None:
+    """`<pack>/config.<stack>.json` when it exists."""
     path = pack_dir / f"config.{stack}.json"
-    return load_pack_config(path) if path.is_file() else {}
+    return path if path.is_file() else None
+
+
+def default_pack_config(pack_dir: Path, stack: str, project_dir: Path = Path(".")) -> dict[str, Any]:
+    """`<pack>/config.<stack>.json` when it exists, else {} (stack-aware policies then get the stack derived)."""
+    path = default_pack_config_path(pack_dir, stack)
+    return load_pack_config(path, project_dir) if path else {}
 
 
 def _wire(value: Any) -> Any:
     """Plan inputs as analyzer properties: secrets stay marked (value masked), unknowns become the sentinel."""
     from pulumi.output import Unknown
     from pulumi.runtime.rpc import UNKNOWN
+
+    from gpufleet.planning.engine import SECRET_SIG, SIG_KEY
 
     if isinstance(value, Unknown):
         return UNKNOWN_WIRE
@@ -136,6 +138,14 @@ def configure_request(info, pack_config: dict[str, Any], derived: dict[str, Any]
     return request
 
 
+def config_schemas(info) -> dict[str, dict[str, Any]]:
+    """Policy name -> the `properties` of its config schema, from GetAnalyzerInfo."""
+    from google.protobuf import json_format
+
+    return {p.name: (json_format.MessageToDict(p.configSchema.properties) if p.configSchema else {})
+            for p in info.policies}
+
+
 class PolicyPackProcess:
     """`python -u -m pulumi.policy 127.0.0.1:0 <pack>` as a context manager yielding an AnalyzerStub."""
 
@@ -145,23 +155,34 @@ class PolicyPackProcess:
         self.channel = None
         self._stderr = None
 
-    def __enter__(self):
+    def start(self) -> "PolicyPackProcess":
+        """Spawn the pack (it imports and starts its server while the caller does other work)."""
+        if self.proc is None:
+            self._stderr = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(self.pack_dir)],
+                cwd=self.cwd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env}, text=True)
+        return self
+
+    def connect(self):
+        """Wait for the pack's port and return an AnalyzerStub over a ready channel."""
         import grpc
         from pulumi.runtime.proto import analyzer_pb2_grpc
 
-        self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(self.pack_dir)],
-            cwd=self.cwd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
-            env={**os.environ, **self.env}, text=True)
-        try:
+        self.start()
+        if self.channel is None:
             port = self._read_port()
             self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
             grpc.channel_ready_future(self.channel).result(timeout=START_TIMEOUT_SECONDS)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
         return analyzer_pb2_grpc.AnalyzerStub(self.channel)
+
+    def __enter__(self):
+        try:
+            return self.connect()
+        except BaseException:
+            self.close()
+            raise
 
     def _read_port(self) -> int:
         lines: queue.Queue = queue.Queue()
@@ -185,8 +206,13 @@ class PolicyPackProcess:
         return self._stderr.read().decode(errors="replace")[-chars:].strip()
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel and end the process (terminate, then kill); safe to call more than once."""
         if self.channel is not None:
             self.channel.close()
+            self.channel = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -196,25 +222,39 @@ class PolicyPackProcess:
                 self.proc.wait()
         if self.proc is not None and self.proc.stdout is not None:
             self.proc.stdout.close()
+            self.proc.stdout = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
 
 
-def analyze_plan(plan: Plan, pack_dir: Path, project_dir: Path, pack_config: dict[str, Any] | None = None) -> PolicyReport:
-    """Run the pack over every resource of the plan; return the violations it reports."""
+def pack_env(project: str, stack: str) -> dict[str, str]:
+    """What the Pulumi CLI sets for a pack process during preview."""
+    return {"PULUMI_PROJECT": project, "PULUMI_STACK": stack, "PULUMI_DRY_RUN": "true"}
+
+
+def start_pack(pack_dir: Path, project_dir: Path, stack: str, project: str = "gpufleet") -> PolicyPackProcess:
+    """Start the pack process now (its imports overlap the planning); pass it to analyze_plan later."""
+    return PolicyPackProcess(pack_dir.resolve(), project_dir.resolve(), pack_env(project, stack)).start()
+
+
+def analyze_plan(plan: Plan, pack_dir: Path, project_dir: Path, pack_config: dict[str, Any] | None = None,
+                 process: PolicyPackProcess | None = None, config_source: str = "policy pack config") -> PolicyReport:
+    """Run the pack (`process` when already started) over every resource of the plan; return the violations."""
     import grpc
     from google.protobuf import empty_pb2, struct_pb2
     from pulumi.runtime import proto
 
+    from gpufleet.planning.engine import STACK_TYPE
+
     pack_dir, project_dir = pack_dir.resolve(), project_dir.resolve()
-    env = {"PULUMI_PROJECT": plan.project, "PULUMI_STACK": plan.stack, "PULUMI_DRY_RUN": "true"}
     derived = {"stack": plan.stack, "projectDir": str(project_dir)}
     resources = [r for r in plan.resources if r.type != STACK_TYPE]
-    process = PolicyPackProcess(pack_dir, project_dir, env)
+    process = process or PolicyPackProcess(pack_dir, project_dir, pack_env(plan.project, plan.stack))
     with process as stub:
         try:
             info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=CALL_TIMEOUT_SECONDS)
+            check_against_pack(pack_config or {}, config_source, config_schemas(info))
             stub.Configure(configure_request(info, pack_config or {}, derived), timeout=CALL_TIMEOUT_SECONDS)
             stub.ConfigureStack(proto.AnalyzerStackConfigureRequest(stack=plan.stack, project=plan.project,
                                                                     dry_run=True), timeout=CALL_TIMEOUT_SECONDS)

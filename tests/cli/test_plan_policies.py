@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +47,93 @@ def test_plan_rejects_a_bad_policy_pack_config(tmp_path):
     config.write_text('{"all": "strict"}')
     result = _plan("--stack", "dev", "--policy-pack-config", str(config))
     assert result.returncode == 2 and "enforcement level 'strict'" in result.stderr
+
+
+def _one_line_exit_2(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr
+    assert "Traceback" not in result.stderr and "[mandatory]" not in result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_capacity_source_nodes_file_without_nodes_file_is_bad_input(tmp_path):
+    config = tmp_path / "pack.json"
+    config.write_text('{"gpu-capacity-fit": {"capacitySource": "nodesFile"}}')
+    line = _one_line_exit_2(_plan("--stack", "dev", "--policy-pack-config", str(config)))
+    assert line == f"{config}: gpu-capacity-fit.nodesFile: missing; capacitySource nodesFile needs it"
+
+
+def test_unknown_capacity_source_is_bad_input(tmp_path):
+    config = tmp_path / "pack.json"
+    config.write_text('{"gpu-capacity-fit": {"capacitySource": "cluster"}}')
+    line = _one_line_exit_2(_plan("--stack", "dev", "--policy-pack-config", str(config)))
+    assert line == (f'{config}: gpu-capacity-fit.capacitySource: unknown source "cluster"; allowed: stack, '
+                    "nodesFile, kubeconfig")
+
+
+def test_nodes_file_that_does_not_exist_is_bad_input(tmp_path):
+    config = tmp_path / "pack.json"
+    config.write_text('{"gpu-capacity-fit": {"nodesFile": "no/such/nodes.json"}}')
+    line = _one_line_exit_2(_plan("--stack", "dev", "--policy-pack-config", str(config)))
+    assert line == f"{config}: gpu-capacity-fit.nodesFile: no such file {ROOT / 'no/such/nodes.json'}"
+
+
+@pytest.mark.parametrize("text", ['{"all": ', "[1, 2]", ""])
+def test_policy_pack_config_that_is_not_a_json_object_is_bad_input(tmp_path, text):
+    config = tmp_path / "pack.json"
+    config.write_text(text)
+    line = _one_line_exit_2(_plan("--stack", "dev", "--policy-pack-config", str(config)))
+    assert line.startswith(f"{config}: ")
+
+
+def test_missing_policy_pack_config_file_is_bad_input(tmp_path):
+    line = _one_line_exit_2(_plan("--stack", "dev", "--policy-pack-config", str(tmp_path / "none.json")))
+    assert line == f"{tmp_path / 'none.json'}: no such policy pack config file"
+
+
+def test_settings_the_pack_does_not_have_are_bad_input_one_line_each(tmp_path):
+    config = tmp_path / "pack.json"
+    config.write_text(json.dumps({"gpu-capacity-fit": {"checkMemoryBudget": "yes"}, "gpu-fits": "mandatory"}))
+    result = _plan("--stack", "dev", "--policy-pack-config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
+    assert lines == [
+        f"{config}: gpu-capacity-fit.checkMemoryBudget: 'yes' is not of type 'boolean'",
+        f"{config}: gpu-fits: no such policy in the pack; policies: " + lines[1].split("policies: ")[1],
+    ]
+    assert "gpu-capacity-fit" in lines[1]
+
+
+def test_plan_runs_leave_no_stray_event_loop_messages():
+    """The SDK's event loops are closed by the planning run, not at interpreter exit (where finalising them
+    sometimes printed `Exception ignored in BaseEventLoop.__del__ ... Invalid file descriptor`)."""
+    for _ in range(5):
+        result = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c",
+                                 "from gpufleet.cli import main; main()", "plan", "--stack", "dev"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert "Exception ignored" not in result.stderr
+        assert "unclosed event loop" not in result.stderr and "ResourceWarning" not in result.stderr
+
+
+def test_pack_starts_before_the_plan_exists_and_always_ends():
+    """plan starts the pack when it begins, so the pack's start-up overlaps the Pulumi program."""
+    from gpufleet.planning.policies import PolicyStep
+
+    with PolicyStep(ROOT, "dev", None) as step:
+        assert step.process.proc is not None and step.process.proc.poll() is None
+    assert step.process.proc.poll() is not None
+
+
+def test_unusable_pack_config_starts_no_pack(tmp_path, monkeypatch):
+    from gpufleet.planning import policies
+    from gpufleet.planning.pack_config import PackConfigError
+
+    started = []
+    monkeypatch.setattr(policies, "start_pack", lambda *a, **k: started.append(a))
+    config = tmp_path / "pack.json"
+    config.write_text('{"all": "strict"}')
+    with pytest.raises(PackConfigError, match="enforcement level 'strict'"):
+        policies.PolicyStep(ROOT, "dev", config)
+    assert started == []

@@ -1,0 +1,173 @@
+"""Usage mistakes, help and crashes, as a user meets them at the real entry point: the usage line and one
+sentence with exit 2 for every command, help that lists each option, never a Python traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpufleet.cli import COMMANDS, INTERNAL_ERROR_EXIT, load_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Per command: arguments that lack a required argument or an option's value.
+MISSING = {
+    "plan": ["--stack"],
+    "schema": ["--config-only", "extra"],
+    "check": ["--nodes", "nodes.json"],
+    "discover": ["--nvml"],
+    "charts": ["--stack", "dev"],
+    "validate": ["--kube-version"],
+}
+
+
+def gpufleet(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", *args],
+                          cwd=cwd, env=environ, capture_output=True, text=True, timeout=120)
+
+
+def assert_usage_error(result: subprocess.CompletedProcess, command: str) -> str:
+    """Exit 2, nothing on stdout, the command's usage line and exactly one `Error:` sentence on stderr."""
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith(f"Usage: gpufleet {command}".rstrip()), result.stderr
+    errors = [line for line in lines if line.startswith("Error: ")]
+    assert len(errors) == 1 and errors[0] == lines[-1], result.stderr
+    return errors[0]
+
+
+def test_every_registered_command_has_a_usage_case():
+    assert set(MISSING) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unknown_option_prints_usage_and_one_sentence(command):
+    error = assert_usage_error(gpufleet(command, "--no-such-option"), command)
+    assert error.startswith("Error: No such option: --no-such-option")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_missing_argument_or_option_value_prints_usage_and_one_sentence(command):
+    error = assert_usage_error(gpufleet(command, *MISSING[command]), command)
+    assert any(words in error for words in ("Missing", "requires an argument", "unexpected extra argument")), error
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help_lists_every_option(command):
+    result = gpufleet(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Usage: gpufleet {command}")
+    options = [opt for param in load_command(command).params for opt in param.opts if opt.startswith("--")]
+    assert options and all(opt in result.stdout for opt in options)
+
+
+def test_misspelt_option_suggests_the_right_one():
+    error = assert_usage_error(gpufleet("plan", "--stak", "dev"), "plan")
+    assert error == "Error: No such option: --stak (Possible options: --stack)"
+
+
+def test_misspelt_command_suggests_the_right_one():
+    error = assert_usage_error(gpufleet("plna"), "")
+    assert error == "Error: No such command 'plna'. Did you mean 'plan'?"
+
+
+def test_bare_gpufleet_prints_the_help_and_exits_2():
+    result = gpufleet()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("Usage: gpufleet [OPTIONS] COMMAND [ARGS]...")
+    assert all(name in result.stderr for name in COMMANDS)
+
+
+def test_top_level_help_lists_every_command_with_its_summary():
+    result = gpufleet("--help")
+    assert result.returncode == 0
+    assert all(f"  {name}  " in result.stdout for name in COMMANDS)
+    assert "Run the Pulumi program under the mock engine" in result.stdout
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_listed_summary_is_the_start_of_the_commands_own_help(name):
+    """`gpufleet --help` does not import the commands; its summaries must not drift from their docstrings."""
+    summary = COMMANDS[name][1].rstrip(".")
+    assert " ".join(load_command(name).help.split()).startswith(summary)
+
+
+def _modules_after(*args: str) -> set[str]:
+    code = ("import sys; sys.argv = ['gpufleet', *sys.argv[1:]]\n"
+            "from gpufleet.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import json; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+HEAVY = {"pulumi", "pulumi_kubernetes", "pulumi_policy", "kubernetes", "jsonschema", "kubernetes_validate",
+         "grpc", "rich"}
+
+
+def test_top_level_help_imports_no_heavy_library():
+    assert _modules_after("--help") & HEAVY == set()
+
+
+@pytest.mark.parametrize("command", ["plan", "charts", "discover", "schema"])
+def test_command_help_imports_no_heavy_library(command):
+    assert _modules_after(command, "--help") & HEAVY == set()
+
+
+def test_usage_error_of_plan_imports_no_pulumi():
+    assert "pulumi" not in _modules_after("plan", "--stak", "dev")
+
+
+def test_unexpected_error_prints_one_line_and_exits_70(cli, monkeypatch):
+    import gpufleet.config.schema
+
+    def broken(**_):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(gpufleet.config.schema, "stack_file_schema", broken)
+    monkeypatch.delenv("GPUFLEET_DEBUG", raising=False)
+    result = cli("schema")
+    assert result.code == INTERNAL_ERROR_EXIT not in (0, 1, 2)
+    assert result.err.strip().splitlines() == [
+        "internal error: RuntimeError: boom (please report; GPUFLEET_DEBUG=1 shows the traceback)"]
+    assert "Traceback" not in result.err
+
+
+def test_gpufleet_debug_shows_the_traceback_of_an_unexpected_error(cli, monkeypatch):
+    import gpufleet.config.schema
+
+    def broken(**_):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(gpufleet.config.schema, "stack_file_schema", broken)
+    monkeypatch.setenv("GPUFLEET_DEBUG", "1")
+    result = cli("schema")
+    assert result.code == INTERNAL_ERROR_EXIT
+    assert "Traceback" in result.err and "RuntimeError: boom" in result.err
+
+
+@pytest.mark.parametrize("command", ["plan", "charts"])
+def test_stack_command_outside_a_project_says_how_to_point_at_one(command, tmp_path):
+    result = gpufleet(command, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (f"no Pulumi.yaml in {tmp_path.resolve()}: run gpufleet in the project "
+                                     "directory or pass --project-dir DIR")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "charts"])
+def test_missing_stack_file_names_the_stacks_that_exist(command, tmp_path):
+    result = gpufleet(command, "--stack", "nope", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "Pulumi.nope.yaml: no such stack file; stacks here:" in result.stderr
+    assert "dev" in result.stderr and "greed" in result.stderr
+    assert not (tmp_path / "out").exists()
