@@ -24,6 +24,7 @@ Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
 KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp32"]
 #: config.json fact (the field's Python name) -> its YAML key.
 _FACT_FIELDS = {"layers": "layers", "kv_heads": "kvHeads", "head_dim": "headDim", "hidden_size": "hiddenSize",
+                "attention_heads": "attentionHeads",
                 "parameters": "parameters", "architecture": "architecture", "dtype": "dtype",
                 "max_position_embeddings": "maxPositionEmbeddings", "moe": "moe"}
 
@@ -132,7 +133,7 @@ class ModelSpec(Model):
         return self.name or self.config or ""
 
 
-def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] = (),
+def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] | tuple[str, ...] = (),
                  args_path: str = "") -> list[ConfigIssue]:
     """Facts a workload's `model:` block (at YAML path `path`) lacks or contradicts; `argv`: the command line
     of a vLLM image (its flags must say what the block says, at `args_path`)."""
@@ -155,8 +156,7 @@ def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] = 
         issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.tensor_parallel} GPUs, but gpu.count is "
                                   f"{gpu_count}; allowed: 1 to {gpu_count}"))
     issues += _flag_issues(path, model, argv, args_path)
-    if model.kv_heads and model.tensor_parallel > 1 and model.attention_heads \
-            and model.attention_heads % model.tensor_parallel:
+    if model.tensor_parallel > 1 and model.attention_heads and model.attention_heads % model.tensor_parallel:
         issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.attention_heads} attention heads do not "
                                   f"divide by {model.tensor_parallel} (vLLM refuses)"))
     return issues
@@ -174,25 +174,27 @@ def check_model(i: int, w) -> list[ConfigIssue]:
                         yaml_path("workloads", i, "args" if w.args else "command"))
 
 
+#: vLLM --kv-cache-dtype spellings -> ours (fp8 variants all take one byte).
+_VLLM_KV_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
+
+
 def _flag_issues(path: str, model: ModelSpec, argv, args_path: str) -> list[ConfigIssue]:
-    from gpufleet.nvidia.model_budget import VLLM_FLAGS, cli_flag
+    from gpufleet.nvidia.model_budget import cli_flag
 
+    declared = {"--max-model-len": ("maxModelLen", model.max_model_len or model.max_position_embeddings),
+                "--max-num-seqs": ("maxNumSeqs", model.max_num_seqs),
+                "--tensor-parallel-size": ("tensorParallel", model.tensor_parallel),
+                "--kv-cache-dtype": ("kvCacheDtype", model.kv_cache_dtype)}
     issues = []
-    for flag, key in VLLM_FLAGS.items():
+    for flag, (key, value) in declared.items():
         given = cli_flag(list(argv), flag)
-        field = next(n for n, f in ModelSpec.model_fields.items() if (f.alias or n) == key or _camel(n) == key)
-        declared = getattr(model, field)
-        if key == "maxModelLen":
-            declared = model.max_model_len or model.max_position_embeddings
-        if given is not None and declared is not None and str(declared) != given:
+        if given is None or value is None:
+            continue
+        same = given.split("_")[0] == "fp8" == value or _VLLM_KV_DTYPES.get(given, given) == str(value)
+        if not same:
             issues.append(ConfigIssue(args_path, f"{flag} {given} disagrees with {path.split(':', 1)[1]}.{key} "
-                                      f"{declared}; expected the same value (the GPU memory check uses model:)"))
+                                      f"{value}; expected the same value (the GPU memory check uses model:)"))
     return issues
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.title() for p in rest)
 
 
 def memory_conflicts(workloads) -> list[str]:

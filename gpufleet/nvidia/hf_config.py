@@ -38,7 +38,8 @@ def hf_config_facts(doc: dict) -> dict:
                             "declare the model's facts instead of config")
     kv = _first(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num") or heads
     head_dim = _first(text, "head_dim") or hidden // heads
-    facts = {"layers": layers, "kv_heads": kv, "head_dim": head_dim, "hidden_size": hidden, "architecture": arch,
+    facts = {"layers": layers, "kv_heads": kv, "head_dim": head_dim, "hidden_size": hidden, "attention_heads": heads,
+             "architecture": arch,
              "moe": any(_first(text, k) for k in ("num_local_experts", "num_experts", "n_routed_experts",
                                                    "moe_num_experts"))}
     raw_dtype = _first(doc, "torch_dtype", "dtype") or _first(text, "torch_dtype", "dtype")

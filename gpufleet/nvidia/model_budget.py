@@ -171,11 +171,6 @@ def fixes_for(shape: ModelShape, serving: Serving, budget: Budget, product: GpuP
 
 # --- vLLM's command line --------------------------------------------------------------------------------
 
-#: vLLM flags that must agree with the `model:` block -> its YAML key.
-VLLM_FLAGS = {"--max-model-len": "maxModelLen", "--max-num-seqs": "maxNumSeqs",
-              "--tensor-parallel-size": "tensorParallel", "--kv-cache-dtype": "kvCacheDtype"}
-
-
 def cli_flag(argv: list[str], flag: str) -> str | None:
     """The value of `--flag V` or `--flag=V` (the last one wins, as argparse does); None when absent."""
     value = None

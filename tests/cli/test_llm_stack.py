@@ -24,25 +24,28 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_plan_refuses_the_model_that_does_not_fit_and_says_what_would(tmp_path):
-    result = _cli("plan", "--stack", "llm", "--out", str(tmp_path))
+    result = _cli("plan", "--stack", "llm")
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
-    out = " ".join(result.stdout.split())
-    assert "[mandatory] model-fits-gpu kubernetes:apps/v1:Deployment llm-llm-llama-long-deployment" in out
-    assert "llama-chat" not in out.split("Policy violations")[1]
-    assert "needs 83.91 GiB per GPU" in out and "KV cache 64.00 GiB for 16 x 32768 tokens" in out
-    assert "a MIG 3g.40gb instance of NVIDIA-H100-80GB-HBM3 (40192 MiB)" in out
-    assert "maxModelLen 7888 (at maxNumSeqs 16) with --gpu-memory-utilization 0.9" in out
-    assert "maxNumSeqs 3 (at maxModelLen 32768)" in out
-    assert "gpu-capacity-fit" not in out  # the slices are there: only the memory is short
+    text = " ".join(result.stdtext.split())
+    assert "[mandatory] model-fits-gpu kubernetes:apps/v1:Deployment llm-llm-llama-long-deployment" in text
+    assert "llama-chat" not in text.split("Policy violations")[1]
+    assert "needs 83.91 GiB per GPU" in text and "KV cache 64.00 GiB for 16 x 32768 tokens" in text
+    assert "a MIG 3g.40gb instance of NVIDIA-H100-80GB-HBM3 (40192 MiB)" in text
+    assert "maxModelLen 7888 (at maxNumSeqs 16) with --gpu-memory-utilization 0.9" in text
+    assert "maxNumSeqs 3 (at maxModelLen 32768)" in text
+    assert "gpu-capacity-fit" not in text  # the slices are there: only the memory is short
 
     # the rendered manifests carry the need, and `gpufleet check` makes the same call (exit 1, reason memory)
-    deployment = yaml.safe_load((tmp_path / "manifests/llm/deployment-llama-chat.yaml").read_text())
+    out = tmp_path / "plan"
+    planned = _cli("plan", "--stack", "llm", "--no-policies", "--out", str(out))
+    assert planned.returncode == 0, planned.stderr
+    deployment = yaml.safe_load((out / "manifests/llm/deployment-llama-chat.yaml").read_text())
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert annotations["gpufleet.io/expected-gpu-memory-mib"] == "34722"
     cfg = load_stack("llm", ROOT).config
     nodes = tmp_path / "nodes.json"
     nodes.write_text(json.dumps(stack_capacity(cfg).to_json()))
-    check = _cli("check", "--nodes", str(nodes), "--json", str(tmp_path / "manifests/llm"))
+    check = _cli("check", "--nodes", str(nodes), "--json", str(out / "manifests/llm"))
     assert check.returncode == 1, check.stdout + check.stderr
     doc = json.loads(check.stdout)
     assert [(u["workload"], u["reason"]) for u in doc["unschedulable"]] == [("Deployment/llm/llama-long", "memory")]

@@ -91,3 +91,24 @@ def test_schema_lists_the_model_block():
     out = subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", "schema"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert "maxNumSeqs" in out.stdout and "kvCacheDtype" in out.stdout
+
+
+def test_tensor_parallel_must_divide_the_attention_heads_of_the_config(tmp_path):
+    (tmp_path / "config.json").write_text((ROOT / "models/llama-3.1-8b/config.json").read_text())
+    lines = _issues(_stack(tmp_path, {"config": "config.json", "maxModelLen": 8192, "tensorParallel": 3},
+                           {"count": 4}))
+    assert any("model.tensorParallel: 32 attention heads do not divide by 3" in l for l in lines), lines
+
+
+def test_vllm_flags_agree_by_meaning_not_spelling(tmp_path):
+    model = {"parameters": 8_030_261_248, "layers": 32, "kvHeads": 8, "headDim": 128, "maxModelLen": 8192,
+             "kvCacheDtype": "fp8"}
+    stack = _stack(tmp_path, model)
+    doc = yaml.safe_load((stack / "Pulumi.t.yaml").read_text())
+    doc["config"]["gpufleet:workloads"][0]["args"] = ["--kv-cache-dtype", "fp8_e4m3", "--max-model-len=8192"]
+    (stack / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
+    assert load_stack("t", stack).config.workloads[0].model.kv_cache_dtype == "fp8"
+    doc["config"]["gpufleet:workloads"][0]["args"] = ["--kv-cache-dtype", "bfloat16"]
+    (stack / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
+    assert any("workloads[0].args: --kv-cache-dtype bfloat16 disagrees with workloads[0].model.kvCacheDtype fp8"
+               in l for l in _issues(stack))
