@@ -26,7 +26,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_plan_refuses_the_model_that_does_not_fit_and_says_what_would(tmp_path):
     result = _cli("plan", "--stack", "llm")
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
-    text = " ".join(result.stdtext.split())
+    text = " ".join(result.stdout.split())
     assert "[mandatory] model-fits-gpu kubernetes:apps/v1:Deployment llm-llm-llama-long-deployment" in text
     assert "llama-chat" not in text.split("Policy violations")[1]
     assert "needs 83.91 GiB per GPU" in text and "KV cache 64.00 GiB for 16 x 32768 tokens" in text
