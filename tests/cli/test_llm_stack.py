@@ -53,11 +53,17 @@ def test_plan_refuses_the_model_that_does_not_fit_and_says_what_would(tmp_path):
 
 
 def test_the_fitting_service_uses_the_utilization_its_need_asks_for():
+    from gpufleet.nvidia.model_budget import gpu_memory_utilization, mig_budget
+    from gpufleet.nvidia.model_memory import need_per_gpu
+    from gpufleet.nvidia.products import find_product
+
     cfg = load_stack("llm", ROOT).config
-    problems = memory_budget(cfg)
-    assert [p.workload for p in problems] == ["workloads[1] 'llama-long'"]
+    assert [p.workload for p in memory_budget(cfg)] == ["workloads[1] 'llama-long'"]
     chat = cfg.workloads[0]
-    assert "0.87" in chat.args  # 34722 MiB of the 40192 MiB slice
+    need = need_per_gpu(chat.model.shape(), chat.model.serving())
+    slice_ = mig_budget(find_product("NVIDIA-H100-80GB-HBM3"), "3g.40gb", 40192)
+    util = chat.args[chat.args.index("--gpu-memory-utilization") + 1]
+    assert float(util) == gpu_memory_utilization(need.total, slice_) == 0.87  # 34722 of 40192 MiB, rounded up
 
 
 def _cfg(pool: dict, gpu: dict, model: dict, dp: dict | None = None, args: list[str] | None = None):
