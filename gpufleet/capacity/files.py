@@ -38,12 +38,14 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
         node_items = _attempt(errors, list_items, node_doc, nodes, "nodes") or []
     found_nodes, found_pods, problems = read_objects(node_items, pod_items, str(nodes), str(pods))
     errors += problems
+    if not errors and not (capacity.nodes if capacity else found_nodes):
+        errors.append(f"{nodes}: no nodes: there is nothing to schedule on (expected Node objects)")
     if errors:
         raise InputError("\n".join(errors))
     if capacity is not None:
         capacity.pods += found_pods
         return capacity
-    return Capacity("kubectl", found_nodes, found_pods)
+    return Capacity("kubernetes", found_nodes, found_pods)
 
 
 def _filled(doc: dict) -> dict:

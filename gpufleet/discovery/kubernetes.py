@@ -82,7 +82,8 @@ def list_items(doc: object, path: Path, resource: str) -> list[dict]:
     if doc.get("kind") == kind:
         return [doc]
     if "items" not in doc:
-        found = f"kind {doc['kind']!r}" if isinstance(doc.get("kind"), str) else "an object with no kind and no items"
+        found = ("a List with no items" if doc.get("kind") == "List" else f"kind {doc['kind']!r}"
+                 if isinstance(doc.get("kind"), str) else "an object with no kind and no items")
         raise InputError(f"{path}: expected {what} (a List of {kind} objects), got {found}")
     items = doc["items"]
     if not isinstance(items, list):
