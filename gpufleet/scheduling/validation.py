@@ -100,7 +100,8 @@ def with_defaulted_requests(spec: Mapping) -> dict:
                 requests = resources.get("requests")
                 requests = dict(requests) if isinstance(requests, Mapping) else {}
                 for name, value in limits.items():
-                    requests.setdefault(name, value)
+                    if _milli(value) is not None:  # text that is no quantity fails decoding, before defaulting
+                        requests.setdefault(name, value)
                 c = {**c, "resources": {**resources, "requests": requests}}
             defaulted.append(c)
         out[field] = defaulted

@@ -32,8 +32,8 @@ def show(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:  # recent API servers print maps and structs as compact JSON, keys sorted
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         return repr(value)
 

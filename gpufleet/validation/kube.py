@@ -21,6 +21,8 @@ from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
 from gpufleet.errors import InputError
+from gpufleet.validation.apiserver import object_errors
+from gpufleet.validation.fields import show
 
 #: (API group, kind) of custom resources gpufleet writes (GitOps files) or installs (gpu-operator CRs);
 #: no Kubernetes schema exists for them, so they are skipped, and only they.
@@ -45,7 +47,9 @@ class Problem:
     message: str
 
     def render(self) -> str:
-        return f"{self.file}: {self.obj}: {self.path or '(object)'}: {self.message}"
+        """One line, whatever the message holds."""
+        message = " ".join(self.message.split())
+        return f"{self.file}: {self.obj}: {self.path or '(object)'}: {message}"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -89,13 +93,31 @@ def _is_plan_release_record(doc: dict[str, Any]) -> bool:
 
 
 def describe(doc: Any, index: int) -> str:
-    """Kind/namespace/name of a document, for messages (its position when it has no name)."""
+    """Kind/namespace/name of a document, for messages (its position when it has no usable name)."""
     if not isinstance(doc, dict):
         return f"document {index + 1}"
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name = meta.get("name", f"(document {index + 1})")
-    ns = meta.get("namespace")
-    return f"{doc.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+    name, ns, kind = meta.get("name"), meta.get("namespace"), doc.get("kind")
+    name = name if isinstance(name, str) and name else f"(document {index + 1})"
+    kind = kind if isinstance(kind, str) and kind else "?"
+    return f"{kind}/{ns + '/' if isinstance(ns, str) and ns else ''}{name}"
+
+
+#: Integer formats the API server decodes into Go int32 / int64: a larger number cannot be decoded.
+INT_FORMATS = {"int32": 2**31, "int64": 2**63}
+_FORMATS = jsonschema.FormatChecker(formats=())
+for _name, _bound in INT_FORMATS.items():
+    _FORMATS.checks(_name)(lambda v, b=_bound: not isinstance(v, (int, float)) or isinstance(v, bool)
+                           or -b <= v < b)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "format" and error.validator_value in INT_FORMATS:
+        bound = INT_FORMATS[error.validator_value]
+        bits = error.validator_value[3:]
+        return (f"Invalid value: {show(error.instance)}: must be a {bits}-bit integer, from {-bound} to {bound - 1} "
+                "(the API server cannot decode a larger number)")
+    return error.message
 
 
 def _schemas(version: str, kind: str, api_version: str) -> tuple[Any, Any] | None:
@@ -128,9 +150,10 @@ def validate_document(doc: Any, version: str, file: str, index: int) -> list[Pro
                         f"{doc['kind']} in {doc['apiVersion']} (unknown kind, or an API that was removed)")]
     schema, defs = found
     registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
-    validator = jsonschema.Draft202012Validator(schema, registry=registry)
+    validator = jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_FORMATS)
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [Problem(file, obj, _path(e.absolute_path), e.message) for e in errors]
+    problems = [Problem(file, obj, _path(e.absolute_path), _message(e)) for e in errors]
+    return problems + [Problem(file, obj, e.path, e.body) for e in object_errors(doc)]
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -149,11 +172,14 @@ def validate_documents(docs: list[Any], kube_version: str, file: str = "<input>"
 
 
 def load_file(path: Path) -> list[Any] | Problem:
-    """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse."""
+    """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse.
+    Raises InputError when the file cannot be read at all."""
     try:
         text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {e}") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: cannot read: not a text file (not UTF-8)") from e
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
     try:
         return list(yaml.load_all(text, Loader=_UniqueKeyLoader))
     except yaml.YAMLError as e:
@@ -161,30 +187,48 @@ def load_file(path: Path) -> list[Any] | Problem:
         where = f"line {mark.line + 1}" if mark else "(file)"
         return Problem(str(path), where, "", f"not valid YAML: {getattr(e, 'problem', None) or e}")
 
+    except (ValueError, TypeError, RecursionError, OverflowError) as e:  # a date such as 2024-02-30, a list as key
+        return Problem(str(path), "(file)", "", f"not valid YAML: {e}")
+
 
 def expand(paths: list[Path]) -> list[Path]:
     """Files as given; directories searched recursively for *.yaml and *.yml (sorted; so a plan's
-    plan.json is left out, while a JSON manifest named explicitly is read: JSON is YAML)."""
+    plan.json is left out, while a JSON manifest named explicitly is read: JSON is YAML).
+    Raises InputError naming every path that does not exist and every directory without manifests."""
     files: list[Path] = []
+    missing: list[str] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
+            if not found:
+                missing.append(f"{p}: no *.yaml or *.yml files in this directory")
+            files += found
         elif p.exists():  # a file, or a pipe such as /dev/stdin
             files.append(p)
         else:
-            raise InputError(f"{p}: no such file or directory")
+            missing.append(f"{p}: no such file or directory")
+    if missing:
+        raise InputError("\n".join(missing))
     return files
 
 
 def validate_paths(paths: list[Path], kube_version: str) -> list[Problem]:
-    """Every problem in every manifest under `paths`. Raises InputError for unreadable input."""
+    """Every problem in every manifest under `paths`. Raises InputError (every unreadable input, one line
+    each) when an input cannot be read."""
     version = schema_version(kube_version)
     problems: list[Problem] = []
+    unreadable: list[str] = []
     for f in expand(paths):
-        docs = load_file(f)
+        try:
+            docs = load_file(f)
+        except InputError as e:
+            unreadable.append(str(e))
+            continue
         if isinstance(docs, Problem):
             problems.append(docs)
             continue
         for i, doc in enumerate(docs):
             problems += validate_document(doc, version, str(f), i)
+    if unreadable:
+        raise InputError("\n".join(unreadable))
     return problems
