@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import yaml
 
 from gpufleet.errors import InputError
-from gpufleet.scheduling.manifests import TEMPLATES, CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, expected_mib, \
+from gpufleet.scheduling.manifests import CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, TEMPLATES, expected_mib, \
     is_list, manifest_files
 from gpufleet.capacity.shape import INT32, Shape, json_type, pod_spec
 

@@ -147,7 +147,7 @@ def load_manifests(paths: Iterable[Path]) -> list[dict]:
 
     Raises InputError listing every file that cannot be read or parsed and every document that is no object.
     """
-    from gpufleet.scheduling.documents import load_documents
+    from gpufleet.scheduling.documents import load_documents  # documents builds on this module
 
     docs, errors = load_documents(paths)
     if errors:
