@@ -111,7 +111,8 @@ def _read_pod(obj: object) -> BoundPod | None:
     return pod
 
 
-def read_objects(nodes: list, pods: list, nodes_origin: str, pods_origin: str) -> tuple[list[Node], list[BoundPod], list[str]]:
+def read_objects(nodes: list, pods: list, nodes_origin: str,
+                 pods_origin: str) -> tuple[list[Node], list[BoundPod], list[str]]:
     """Nodes and bound pods, and one `origin: object: field: problem` line per problem found."""
     errors: list[str] = []
     node_list: list[Node] = []

@@ -39,12 +39,14 @@ def _print_human(result: "CheckResult") -> None:
     console.print(Text(f"{len(result.checked)} workload(s) checked: {verdict}"), highlight=False)
 
 
-def run_check(manifests: list[Path], nodes: Path, pods: Path | None, extended_resource_toleration: bool) -> "CheckResult":
+def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
+              extended_resource_toleration: bool) -> "CheckResult":
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
     from gpufleet.capacity.files import load_capacity
     from gpufleet.scheduling import check_workloads
-    from gpufleet.scheduling.documents import document_errors, load_documents
+    from gpufleet.scheduling.documents import document_errors
     from gpufleet.scheduling.manifests import workload_of
+    from gpufleet.scheduling.reading import load_documents
 
     errors: list[str] = []
     try:

@@ -1,110 +1,16 @@
-"""Manifest documents with where they came from, and the checks that make them safe to schedule.
+"""Type checks of the manifests `check` reads, so that a bad field is a clear error and not a crash.
 
-`load_documents` reads files and directories (multi-document YAML or JSON, kubectl Lists expanded) and
-keeps each object's file and position; `document_errors` type-checks the fields `check` reads in the
-kinds it checks. Every error line names the file, the object (Kind/namespace/name, or the document
-number when it has no name) and the field.
+`document_errors` type-checks, in the kinds `check` checks, the fields it reads. Every error line names
+the file, the object (Kind/namespace/name, or the document number when it has no name) and the field.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import yaml
-
-from gpufleet.errors import InputError
-from gpufleet.scheduling.manifests import CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, TEMPLATES, expected_mib, \
-    is_list, manifest_files
-from gpufleet.capacity.shape import INT32, Shape, json_type, pod_spec
-
-
-@dataclass(frozen=True)
-class Document:
-    file: str
-    index: int
-    """Position of the YAML document in its file (0-based)."""
-    obj: dict
-    item: int | None = None
-    """Position in a kubectl List's items, when the object came from one."""
-
-    @property
-    def where(self) -> str:
-        return f"document {self.index + 1}" + (f" items[{self.item}]" if self.item is not None else "")
-
-    @property
-    def label(self) -> str:
-        """Kind/namespace/name, or the document's position when it has no usable kind and name."""
-        return describe(self.obj, self.where)
-
-
-def describe(obj: Any, where: str) -> str:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-    kind, name, ns = obj.get("kind") if isinstance(obj, dict) else None, meta.get("name"), meta.get("namespace")
-    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
-        return where if not isinstance(kind, str) or not kind else f"{kind} ({where})"
-    return f"{kind}/{ns}/{name}" if isinstance(ns, str) and ns else f"{kind}/{name}"
-
-
-def _parse(path: Path) -> tuple[list[Any], str | None]:
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        return [], f"{path}: not a text file (not UTF-8)"
-    except OSError as e:
-        return [], f"{path}: cannot read: {e.strerror or e}"
-    try:
-        return list(yaml.safe_load_all(text)), None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        return [], f"{path}: not readable as YAML{where}: {problem}"
-    except (ValueError, RecursionError, OverflowError) as e:  # e.g. a date such as 2024-02-30
-        return [], f"{path}: not readable as YAML: {e}"
-
-
-def _objects(file: str, index: int, doc: Any, errors: list[str]) -> Iterable[Document]:
-    if doc is None:
-        return
-    if not isinstance(doc, dict):
-        errors.append(f"{file}: document {index + 1}: expected a Kubernetes object (a mapping with apiVersion and "
-                      f"kind), got {json_type(doc)}")
-        return
-    if not is_list(doc):
-        yield Document(file, index, doc)
-        return
-    items = doc.get("items")
-    if not isinstance(items, list):
-        errors.append(f"{file}: document {index + 1}: items: must be a list, not {json_type(items)}")
-        return
-    for i, item in enumerate(items):
-        if isinstance(item, dict) and not is_list(item):
-            yield Document(file, index, item, i)
-        else:
-            errors.append(f"{file}: document {index + 1} items[{i}]: expected a Kubernetes object, "
-                          f"got {'a nested List' if isinstance(item, dict) else json_type(item)}")
-
-
-def load_documents(paths: Iterable[Path]) -> tuple[list[Document], list[str]]:
-    """Every object of the given files and directories, in order, and one line per unusable input."""
-    docs: list[Document] = []
-    errors: list[str] = []
-    for root in paths:
-        try:
-            files = manifest_files(Path(root))
-        except InputError as e:
-            errors.append(str(e))
-            continue
-        for path in files:
-            parsed, problem = _parse(path)
-            if problem:
-                errors.append(problem)
-            for index, doc in enumerate(parsed):
-                docs += _objects(str(path), index, doc, errors)
-    return docs, errors
+from gpufleet.capacity.shape import INT32, Shape, pod_spec
+from gpufleet.scheduling.manifests import CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, TEMPLATES, expected_mib
+from gpufleet.scheduling.reading import Document
 
 
 def document_errors(doc: Document) -> list[str]:

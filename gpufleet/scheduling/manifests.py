@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gpufleet.errors import InputError
+from gpufleet.scheduling.reading import is_list, load_documents
 
 #: Kind -> API group shown in API server errors (`Deployment.apps "x" is invalid: ...`).
 CHECKED_KINDS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch",
                  "CronJob": "batch"}
 EXPECTED_MEMORY_ANNOTATION = "gpufleet.io/expected-gpu-memory-mib"
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass
@@ -114,11 +114,6 @@ def workload_of(obj: dict) -> PodWorkload | None:
                        f"{where}.template.spec", annotations, counts)
 
 
-def is_list(doc: Any) -> bool:
-    """A kubectl List (`kind: List` or `items` without a kind): its items are the objects."""
-    return isinstance(doc, dict) and (doc.get("kind") == "List" or ("items" in doc and "kind" not in doc))
-
-
 def _flatten(docs: Iterable[Any]) -> Iterable[dict]:
     for doc in docs:
         if is_list(doc):
@@ -133,22 +128,11 @@ def workloads_of(manifests: Iterable[Any]) -> list[PodWorkload]:
     return [w for w in (workload_of(o) for o in _flatten(manifests)) if w is not None]
 
 
-def manifest_files(path: Path) -> list[Path]:
-    """A file as given; a directory searched recursively for *.yaml, *.yml and *.json (sorted)."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    return [path]
-
-
 def load_manifests(paths: Iterable[Path]) -> list[dict]:
     """Every document of the given YAML/JSON files and directories (multi-document YAML), in order.
 
     Raises InputError listing every file that cannot be read or parsed and every document that is no object.
     """
-    from gpufleet.scheduling.documents import load_documents  # documents builds on this module
-
     docs, errors = load_documents(paths)
     if errors:
         raise InputError("\n".join(errors))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from gpufleet.scheduling.validation import resource_errors, with_defaulted_requests
 from gpufleet.validation import names
 from gpufleet.validation.fields import FieldError, duplicate, each, invalid, not_supported, required
+from gpufleet.validation.resources import resource_errors, with_defaulted_requests
 
 #: metadata.name format per kind (ValidateObjectMeta's name function); kinds not listed are not checked.
 _SUBDOMAIN_KINDS = {"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "ConfigMap",
