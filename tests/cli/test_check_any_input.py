@@ -21,6 +21,14 @@ ONE_NODE = json.loads((FIXTURES / "nodes-one-h100x8.json").read_text())
 PODS = json.loads((FIXTURES / "pods-mixed-cluster.json").read_text())
 MANIFESTS = [list(yaml.safe_load_all((FIXTURES / "manifests" / name).read_text()))
              for name in ("fits.yaml", "too-big.yaml")]
+CAPACITY = {"format": "gpufleet.io/capacity/v1", "source": "kubectl", "nodes": [
+    {"name": "gpu-0", "labels": {"pool": "train"}, "taints": [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+     "unschedulable": False, "allocatable": {"cpu": 16000, "nvidia.com/gpu": 8, "pods": 110}, "capacity": {},
+     "unknown": ["memory"], "containerRuntime": "", "kubeletVersion": "",
+     "gpus": {"driverVersion": "570", "cudaVersion": "12.8", "gpus": [
+         {"index": 0, "uuid": "GPU-0", "product": "NVIDIA H100", "memoryMiB": 81559, "migEnabled": True,
+          "migInstances": [{"profile": "1g.10gb", "memoryMiB": 9856}]}]}}],
+    "pods": [{"namespace": "ml", "name": "p", "node": "gpu-0", "requests": {"nvidia.com/gpu": 1}}]}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 
@@ -54,6 +62,12 @@ def assert_within_contract(result, paths, as_json: bool = True) -> None:
 @given(nodes=mutated(NODES))
 def test_damaged_nodes_file_never_crashes_check(tmp_path, nodes):
     assert_within_contract(*check(tmp_path, nodes, PODS, yaml.safe_dump_all(MANIFESTS[0]), "--json"))
+
+
+@SETTINGS
+@given(capacity=mutated(CAPACITY))
+def test_damaged_capacity_json_never_crashes_check(tmp_path, capacity):
+    assert_within_contract(*check(tmp_path, capacity, PODS, yaml.safe_dump_all(MANIFESTS[0]), "--json"))
 
 
 @SETTINGS
