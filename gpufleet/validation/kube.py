@@ -92,13 +92,14 @@ def _is_plan_release_record(doc: dict[str, Any]) -> bool:
     return "apiVersion" not in doc and doc.get("kind") == "HelmRelease" and "chart" in doc
 
 
-def describe(doc: Any, index: int) -> str:
+def describe(doc: Any, index: int, item: int | None = None) -> str:
     """Kind/namespace/name of a document, for messages (its position when it has no usable name)."""
+    where = f"document {index + 1}" + (f" items[{item}]" if item is not None else "")
     if not isinstance(doc, dict):
-        return f"document {index + 1}"
+        return where
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     name, ns, kind = meta.get("name"), meta.get("namespace"), doc.get("kind")
-    name = name if isinstance(name, str) and name else f"(document {index + 1})"
+    name = name if isinstance(name, str) and name else f"({where})"
     kind = kind if isinstance(kind, str) and kind else "?"
     return f"{kind}/{ns + '/' if isinstance(ns, str) and ns else ''}{name}"
 
@@ -130,9 +131,15 @@ def _schemas(version: str, kind: str, api_version: str) -> tuple[Any, Any] | Non
     return schema, kv.schema_contents(f"{base}/_definitions.json", version)
 
 
-def validate_document(doc: Any, version: str, file: str, index: int) -> list[Problem]:
-    """Every schema violation of one document (empty when valid or a known custom resource)."""
-    obj = describe(doc, index)
+def validate_document(doc: Any, version: str, file: str, index: int, item: int | None = None) -> list[Problem]:
+    """Every schema violation and API-server rule broken by one object (empty when valid or a known custom
+    resource). A kubectl `List` is validated item by item."""
+    obj = describe(doc, index, item)
+    if item is None and isinstance(doc, dict) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        items = doc.get("items")
+        if not isinstance(items, list):
+            return [Problem(file, obj, "items", f"must be a list of objects, not {type(items).__name__}")]
+        return [p for j, it in enumerate(items) for p in validate_document(it, version, file, index, j)]
     if doc is None:
         return []
     if not isinstance(doc, dict):

@@ -139,3 +139,11 @@ def test_name_format_depends_on_the_kind(kind, name, ok):
 ])
 def test_name_checks_give_the_api_server_reasons(check, value, reasons):
     assert check(value) == reasons
+
+
+def test_a_kubectl_list_is_validated_item_by_item(cli, tmp_path):
+    text = ("apiVersion: v1\nkind: List\nitems:\n"
+            "- {apiVersion: v1, kind: ConfigMap, metadata: {name: ok}}\n"
+            "- {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_OK}}\n")
+    assert problems(cli, tmp_path, text) == [
+        f'ConfigMap/Not_OK: metadata.name: Invalid value: "Not_OK": {SUBDOMAIN}']
