@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 TRICKY_STRINGS = ["", "abc", "500m", "-1", "1e20", "0.5", "1Ki", "nan", "inf", "Bad_Name", "[bold]x[/bold]",
                   "a" * 300, "Node", "Pod", "List", "NodeList", "nvidia.com/gpu", "NoSchedule", "Always", "Exists",
                   "gpufleet.io/capacity/v2", "gpufleet.io/capacity/v1", "default", "kube-system", "Gt", "In",
-                  "1.5", "99999999999999999999999", "\u00e9\u00e8", "x: y", "---", "{", "12Gi", "9e99999"]
+                  "1.5", "99999999999999999999999", "\u00e9\u00e8", "x: y", "---", "{", "12Gi", "9e99999",
+                  "a\rb", "x\ny", "\u2028", "\x00"]
 
 scalars = st.one_of(
     st.none(), st.booleans(),

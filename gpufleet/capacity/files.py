@@ -14,7 +14,7 @@ from gpufleet.capacity.kubectl import read_objects
 from gpufleet.capacity.model import FORMAT, Capacity
 from gpufleet.capacity.shape import INT64_MAX, Shape
 from gpufleet.discovery.kubernetes import list_items, read_json
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, one_line
 
 NODES_WHAT = f"the output of `kubectl get nodes -o json` or a capacity.json ({FORMAT})"
 PODS_WHAT = "the output of `kubectl get pods -A -o json`"
@@ -41,7 +41,7 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
     if not errors and not (capacity.nodes if capacity else found_nodes):
         errors.append(f"{nodes}: no nodes: there is nothing to schedule on (expected Node objects)")
     if errors:
-        raise InputError("\n".join(errors))
+        raise InputError("\n".join(one_line(e) for e in errors))
     if capacity is not None:
         capacity.pods += found_pods
         return capacity
@@ -59,7 +59,7 @@ def _attempt(errors: list[str], fn, *args) -> Any:
     try:
         return fn(*args)
     except InputError as e:
-        errors.append(str(e))
+        errors += str(e).split("\n")  # already one line per problem
         return None
 
 

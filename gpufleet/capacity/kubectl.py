@@ -14,7 +14,7 @@ from gpufleet.capacity.quantity import to_units
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.capacity.shape import Shape, pod_spec
 from gpufleet.discovery.kubernetes import ClusterSource
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import GpufleetError, InputError, one_line
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _INT64_MAX = 2**63 - 1
@@ -148,7 +148,7 @@ def capacity_from_objects(nodes: list[dict], pods: list[dict], source: str = "ku
     """The capacity model of Node and Pod objects. Raises InputError listing every unreadable object."""
     node_list, pod_list, errors = read_objects(nodes, pods, nodes_origin, pods_origin)
     if errors:
-        raise InputError("\n".join(errors))
+        raise InputError("\n".join(one_line(e) for e in errors))
     return Capacity(source, node_list, pod_list)
 
 

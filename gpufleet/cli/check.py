@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import GpufleetError, InputError, one_line
 
 if TYPE_CHECKING:
     from gpufleet.scheduling.result import CheckResult
@@ -53,13 +53,13 @@ def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
         cap = load_capacity(nodes, pods)
     except InputError as e:
         cap = None
-        errors += str(e).splitlines()
+        errors += str(e).split("\n")  # already one line per problem
     docs, problems = load_documents(manifests)
     errors += problems
     for doc in docs:
         errors += document_errors(doc)
     if errors:
-        raise InputError("\n".join(errors))
+        raise InputError("\n".join(one_line(e) for e in errors))
     workloads = [d for d in docs if workload_of(d.obj) is not None]
     if not workloads:
         raise InputError(f"no workloads in {', '.join(map(str, manifests))}: nothing to check "

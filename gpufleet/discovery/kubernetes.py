@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from gpufleet.errors import DiscoveryUnavailableError, InputError
+from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line
 
 #: Pods the scheduler counts against a node: the informer's field selector (scheduler.go newPodInformer).
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -100,7 +100,7 @@ def list_items(doc: object, path: Path, resource: str) -> list[dict]:
             got = f"a {item_kind}" if isinstance(item_kind, str) else f"kind {item_kind!r}"
             errors.append(f"{path}: {shown}: kind: expected {kind} (this file is read as {what}), got {got}")
     if errors:
-        raise InputError("\n".join(errors))
+        raise InputError("\n".join(one_line(e) for e in errors))
     return items
 
 

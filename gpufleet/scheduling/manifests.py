@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, one_line
 from gpufleet.scheduling.reading import is_list, load_documents
 
 #: Kind -> API group shown in API server errors (`Deployment.apps "x" is invalid: ...`).
@@ -135,5 +135,5 @@ def load_manifests(paths: Iterable[Path]) -> list[dict]:
     """
     docs, errors = load_documents(paths)
     if errors:
-        raise InputError("\n".join(errors))
+        raise InputError("\n".join(one_line(e) for e in errors))
     return [d.obj for d in docs]

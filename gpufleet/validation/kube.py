@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,7 +21,7 @@ from kubernetes_validate import utils as kv
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, one_line
 from gpufleet.validation.apiserver import object_errors
 from gpufleet.validation.fields import show
 
@@ -49,7 +50,7 @@ class Problem:
     def render(self) -> str:
         """One line, whatever the message holds."""
         message = " ".join(self.message.split())
-        return f"{self.file}: {self.obj}: {self.path or '(object)'}: {message}"
+        return one_line(f"{self.file}: {self.obj}: {self.path or '(object)'}: {message}")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -121,14 +122,24 @@ def _message(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
-def _schemas(version: str, kind: str, api_version: str) -> tuple[Any, Any] | None:
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+[a-z0-9]*")
+
+
+@lru_cache(maxsize=256)
+def _validator(version: str, kind: str, api_version: str) -> jsonschema.Draft202012Validator | None:
+    """The strict schema validator of one kind (cached: the definitions are large), or None when there is none."""
+    if not _KIND.fullmatch(kind) or not _API_VERSION.fullmatch(api_version):
+        return None
     api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     base = f"kubernetes-json-schema/v{version}-local-strict"
     try:
         schema = kv.schema_contents(f"{base}/{kind.lower()}-{api}.json", version)
-    except FileNotFoundError:
+    except (OSError, ValueError):
         return None
-    return schema, kv.schema_contents(f"{base}/_definitions.json", version)
+    defs = kv.schema_contents(f"{base}/_definitions.json", version)
+    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_FORMATS)
 
 
 def validate_document(doc: Any, version: str, file: str, index: int, item: int | None = None) -> list[Problem]:
@@ -151,13 +162,10 @@ def validate_document(doc: Any, version: str, file: str, index: int, item: int |
         return [Problem(file, obj, k, "required field is missing") for k in missing]
     if (_group(doc["apiVersion"]), doc["kind"]) in KNOWN_CUSTOM_RESOURCES:
         return []
-    found = _schemas(version, doc["kind"], doc["apiVersion"])
-    if found is None:
+    validator = _validator(version, doc["kind"], doc["apiVersion"])
+    if validator is None:
         return [Problem(file, obj, "apiVersion", f"Kubernetes {version.rsplit('.', 1)[0]} has no kind "
                         f"{doc['kind']} in {doc['apiVersion']} (unknown kind, or an API that was removed)")]
-    schema, defs = found
-    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
-    validator = jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_FORMATS)
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     problems = [Problem(file, obj, _path(e.absolute_path), _message(e)) for e in errors]
     return problems + [Problem(file, obj, e.path, e.body) for e in object_errors(doc)]
@@ -215,7 +223,7 @@ def expand(paths: list[Path]) -> list[Path]:
         else:
             missing.append(f"{p}: no such file or directory")
     if missing:
-        raise InputError("\n".join(missing))
+        raise InputError("\n".join(one_line(m) for m in missing))
     return files
 
 
@@ -237,5 +245,5 @@ def validate_paths(paths: list[Path], kube_version: str) -> list[Problem]:
         for i, doc in enumerate(docs):
             problems += validate_document(doc, version, str(f), i)
     if unreadable:
-        raise InputError("\n".join(unreadable))
+        raise InputError("\n".join(one_line(u) for u in unreadable))
     return problems

@@ -147,3 +147,9 @@ def test_table_never_cuts_names_so_that_two_rows_read_the_same(tmp_path, monkeyp
         if len(cells) > 3 and rows:
             rows[-1] += cells[1].strip()
     assert rows == [f"Pod/ml/my-inference-server-with-a-long-name{i}" for i in (2, 3)]
+
+
+def test_a_name_with_a_line_break_stays_on_its_error_line(tmp_path):
+    app = write(tmp_path, "app.yaml", 'kind: Pod\nmetadata: {name: "a\\rb"}\nspec: {containers: 5}\n')
+    assert lines(run("check", "--nodes", NODES, app)) == [
+        f"{app}: Pod/a\\rb: spec.containers: must be a list, not the number 5"]

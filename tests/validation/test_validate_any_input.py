@@ -36,7 +36,7 @@ spec:
 """
 SOURCES = [list(yaml.safe_load_all((FIXTURES / "manifests" / "fits.yaml").read_text())),
            list(yaml.safe_load_all(SERVICE))]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 
 
