@@ -37,3 +37,9 @@ class InputError(GpufleetError):
 
 class DiscoveryUnavailableError(GpufleetError):
     """A capacity source (NVML, the Kubernetes API) cannot be reached from here."""
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and other control characters escaped (`\\r`, `\\x00`), so that an error line
+    holding a user's value (a name with a newline) stays one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

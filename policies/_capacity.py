@@ -42,7 +42,7 @@ def load_capacity(config: dict, cfg, ref: StackRef | None) -> Capacity:
 
             return stack_capacity(cfg)
         if source == "nodesFile":
-            from gpufleet.cli.check import load_capacity as load_files
+            from gpufleet.capacity.files import load_capacity as load_files
 
             pods = config.get("podsFile")
             return load_files(_path(config["nodesFile"], ref), _path(pods, ref) if pods else None)

@@ -1,4 +1,9 @@
-"""Node and Pod objects (kubectl / API JSON shape) into the capacity model."""
+"""Node and Pod objects (kubectl / API JSON shape) into the capacity model.
+
+Objects are checked as they are read: a field of the wrong type, text that is no quantity, a node
+without a name or two nodes with one name are errors that name the object and the field (all of them,
+one line each), never a node silently read as empty.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,12 @@ from typing import Iterable
 from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint
 from gpufleet.capacity.quantity import to_units
 from gpufleet.capacity.requests import pod_requests
+from gpufleet.capacity.shape import Shape, pod_spec
 from gpufleet.discovery.kubernetes import ClusterSource
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import GpufleetError, InputError, one_line
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+_INT64_MAX = 2**63 - 1
 
 
 def _quantities(values: dict | None) -> dict[str, int]:
@@ -29,28 +36,124 @@ def node_from_object(obj: dict) -> Node:
     )
 
 
+def node_errors(obj: object) -> list[str]:
+    """Why a Node object cannot be read (`field: problem` lines); empty when it can."""
+    shape = Shape()
+    if not isinstance(obj, dict):
+        return [f"(object): must be an object, not {type(obj).__name__}"]
+    meta = shape.mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if name is None or name == "":
+        shape.fail("metadata.name", "Required value: a node needs a name")
+    else:
+        shape.string(name, "metadata.name")
+    shape.strings(meta.get("labels"), "metadata.labels")
+    spec = shape.mapping(obj.get("spec"), "spec")
+    shape.boolean(spec.get("unschedulable"), "spec.unschedulable")
+    for path, taint in shape.objects(spec.get("taints"), "spec.taints"):
+        for part in ("key", "value", "effect"):
+            shape.string(taint.get(part), f"{path}.{part}")
+    status = shape.mapping(obj.get("status"), "status")
+    shape.quantities(status.get("allocatable"), "status.allocatable")
+    shape.quantities(status.get("capacity"), "status.capacity")
+    info = shape.mapping(status.get("nodeInfo"), "status.nodeInfo")
+    for part in ("containerRuntimeVersion", "kubeletVersion"):
+        shape.string(info.get(part), f"status.nodeInfo.{part}")
+    return shape.errors
+
+
+def _bound_pod(obj: dict) -> BoundPod | None:
+    spec = obj.get("spec") or {}
+    node = spec.get("nodeName")
+    if not node or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return None
+    meta = obj.get("metadata") or {}
+    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, pod_requests(spec))
+
+
 def bound_pods(objs: Iterable[dict]) -> list[BoundPod]:
     """Pods bound to a node (spec.nodeName) and not terminal, with their effective requests."""
-    out = []
-    for obj in objs:
-        spec = obj.get("spec") or {}
-        node = spec.get("nodeName")
-        if not node or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+    return [p for p in (_bound_pod(obj) for obj in objs) if p is not None]
+
+
+def pod_errors(obj: object) -> list[str]:
+    """Why a Pod object cannot be read (`field: problem` lines); empty when it can."""
+    if not isinstance(obj, dict):
+        return [f"(object): must be an object, not {type(obj).__name__}"]
+    shape = Shape()
+    meta = shape.mapping(obj.get("metadata"), "metadata")
+    shape.string(meta.get("name"), "metadata.name")
+    shape.string(meta.get("namespace"), "metadata.namespace")
+    shape.string(shape.mapping(obj.get("status"), "status").get("phase"), "status.phase")
+    pod_spec(shape, obj.get("spec"), "spec")
+    return shape.errors
+
+
+def _label(kind: str, obj: object, index: int) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    if isinstance(name, str) and name:
+        return f"{kind}/{ns}/{name}" if isinstance(ns, str) and ns else f"{kind}/{name}"
+    return f"items[{index}]"
+
+
+def _read_pod(obj: object) -> BoundPod | None:
+    """The fast path: a well-formed pod costs no more than reading it; anything odd raises."""
+    if not isinstance(obj, dict):
+        raise TypeError("not an object")
+    pod = _bound_pod(obj)
+    if pod is not None:
+        if not isinstance(pod.node, str) or not isinstance(pod.name, str) or not isinstance(pod.namespace, str):
+            raise TypeError("names must be strings")
+        if any(abs(v) > _INT64_MAX for v in pod.requests.values()):
+            raise ValueError("a quantity is too large")
+    return pod
+
+
+def read_objects(nodes: list, pods: list, nodes_origin: str,
+                 pods_origin: str) -> tuple[list[Node], list[BoundPod], list[str]]:
+    """Nodes and bound pods, and one `origin: object: field: problem` line per problem found."""
+    errors: list[str] = []
+    node_list: list[Node] = []
+    seen: dict[str, int] = {}
+    for i, obj in enumerate(nodes):
+        problems = node_errors(obj)
+        label = _label("Node", obj, i)
+        if problems:
+            errors += [f"{nodes_origin}: {label}: {p}" for p in problems]
             continue
-        meta = obj.get("metadata") or {}
-        out.append(BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, pod_requests(spec)))
-    return out
+        node = node_from_object(obj)
+        if node.name in seen:
+            errors.append(f"{nodes_origin}: {label}: metadata.name: Duplicate value: \"{node.name}\" "
+                          f"(items[{seen[node.name]}] has the same name; node names are unique)")
+            continue
+        seen[node.name] = i
+        node_list.append(node)
+    pod_list: list[BoundPod] = []
+    for i, obj in enumerate(pods):
+        try:
+            pod = _read_pod(obj)
+        except (GpufleetError, AttributeError, TypeError, ValueError, ArithmeticError) as e:
+            problems = pod_errors(obj) or [f"(object): cannot be read: {e}"]
+            errors += [f"{pods_origin}: {_label('Pod', obj, i)}: {p}" for p in problems]
+            continue
+        if pod is not None:
+            pod_list.append(pod)
+    return node_list, pod_list, errors
 
 
-def capacity_from_objects(nodes: list[dict], pods: list[dict], source: str = "kubernetes") -> Capacity:
-    try:
-        return Capacity(source, [node_from_object(n) for n in nodes], bound_pods(pods))
-    except GpufleetError:
-        raise
-    except (AttributeError, TypeError, ValueError) as e:
-        raise InputError(f"unexpected shape in the Kubernetes objects: {e}") from e
+def capacity_from_objects(nodes: list[dict], pods: list[dict], source: str = "kubernetes", *,
+                          nodes_origin: str = "nodes", pods_origin: str = "pods") -> Capacity:
+    """The capacity model of Node and Pod objects. Raises InputError listing every unreadable object."""
+    node_list, pod_list, errors = read_objects(nodes, pods, nodes_origin, pods_origin)
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    return Capacity(source, node_list, pod_list)
 
 
 def capacity_from_cluster(cluster: ClusterSource, source: str = "kubernetes") -> Capacity:
     """Read nodes and pods from a ClusterSource (live API, files, fake)."""
-    return capacity_from_objects(cluster.nodes(), cluster.pods(), source)
+    origins = getattr(cluster, "origins", lambda: ("nodes", "pods"))()
+    return capacity_from_objects(cluster.nodes(), cluster.pods(), source, nodes_origin=origins[0],
+                                 pods_origin=origins[1])

@@ -1,52 +1,78 @@
-"""`gpufleet check`: will these manifests' GPU workloads schedule on these nodes? Exit 0 / 1 / 2."""
+"""`gpufleet check`: will these manifests' GPU workloads schedule on these nodes? Exit 0 / 1 / 2.
+
+Imports stay light here; the engine loads when the command runs.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from gpufleet.capacity.kubectl import capacity_from_objects
-from gpufleet.capacity.model import FORMAT, Capacity
-from gpufleet.discovery.kubernetes import read_list
-from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling import check_workloads, load_manifests
-from gpufleet.scheduling.result import CheckResult
+from gpufleet.errors import GpufleetError, InputError, one_line
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.result import CheckResult
 
 
-def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
-    """`--nodes` is kubectl node JSON or a capacity.json from `gpufleet discover`."""
-    try:
-        doc = json.loads(nodes.read_text())
-    except FileNotFoundError as e:
-        raise InputError(f"{nodes}: no such file") from e
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{nodes}: not JSON: {e}") from e
-    if isinstance(doc, dict) and doc.get("format") == FORMAT:
-        cap = Capacity.from_json(doc, str(nodes))
-        if pods is not None:
-            cap.pods += capacity_from_objects([], read_list(pods, "pods")).pods
-        return cap
-    return capacity_from_objects(read_list(nodes, "nodes"), read_list(pods, "pods") if pods else [])
-
-
-def _print_human(result: CheckResult) -> None:
+def _print_human(result: "CheckResult") -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     if result.unschedulable:
-        table = Table("workload", "verdict", "pending", "why", title="Workloads that will not run")
+        table = Table(title="Workloads that will not run")
+        # Names are never cut: two workloads that differ only at the end must not read the same.
+        table.add_column("workload", overflow="fold", min_width=12)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("pending", justify="right", no_wrap=True)
+        table.add_column("why", overflow="fold", ratio=1)
         for u in result.unschedulable:
-            table.add_row(u.workload, u.reason, str(u.pending), u.message)
+            table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message))  # text, never markup
         console.print(table)
     for w in result.warnings:
-        console.print(f"[yellow]warning[/yellow] {w.workload}: {w.message}", highlight=False)
+        console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)
     verdict = "every workload can run" if result.fits else f"{len(result.unschedulable)} workload(s) will not run"
-    console.print(f"{len(result.checked)} workload(s) checked: {verdict}", highlight=False)
+    console.print(Text(f"{len(result.checked)} workload(s) checked: {verdict}"), highlight=False)
+
+
+def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
+              extended_resource_toleration: bool) -> "CheckResult":
+    """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
+    from gpufleet.capacity.files import load_capacity
+    from gpufleet.scheduling import check_workloads
+    from gpufleet.scheduling.documents import document_errors
+    from gpufleet.scheduling.manifests import workload_of
+    from gpufleet.scheduling.reading import load_documents
+
+    errors: list[str] = []
+    try:
+        cap = load_capacity(nodes, pods)
+    except InputError as e:
+        cap = None
+        errors += str(e).split("\n")  # already one line per problem
+    docs, problems = load_documents(manifests)
+    errors += problems
+    for doc in docs:
+        errors += document_errors(doc)
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    workloads = [d for d in docs if workload_of(d.obj) is not None]
+    if not workloads:
+        raise InputError(f"no workloads in {', '.join(map(str, manifests))}: nothing to check "
+                         "(checked kinds: Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob)")
+    origin = {}
+    for d in workloads:
+        origin.setdefault(workload_of(d.obj).key, d.file)
+    try:
+        return check_workloads(cap.nodes, cap.pods, [d.obj for d in docs],
+                               extended_resource_toleration=extended_resource_toleration)
+    except GpufleetError as e:
+        key = str(e).split(":", 1)[0]
+        raise InputError(f"{origin[key]}: {e}" if key in origin else str(e)) from e
 
 
 def command(
@@ -60,13 +86,13 @@ def command(
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted and scheduled. Exit 0 fits, 1 not, 2 bad input."""
     try:
-        cap = load_capacity(nodes, pods)
-        result = check_workloads(cap.nodes, cap.pods, load_manifests(manifests),
-                                 extended_resource_toleration=extended_resource_toleration)
+        result = run_check(manifests, nodes, pods, extended_resource_toleration)
     except GpufleetError as e:
-        print(str(e).splitlines()[0] if str(e) else type(e).__name__, file=sys.stderr)
+        print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e
     if as_json:
+        import json
+
         print(json.dumps(result.to_json()))
     else:
         _print_human(result)

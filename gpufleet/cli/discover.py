@@ -53,7 +53,7 @@ def command(
         cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml)
         out.write_text(json.dumps(cap.to_json(), indent=2) + "\n")
     except GpufleetError as e:
-        print(str(e).splitlines()[0], file=sys.stderr)
+        print(str(e), file=sys.stderr)  # every problem, one line each
         raise SystemExit(2) from e
     except OSError as e:
         print(f"{out}: cannot write: {e}", file=sys.stderr)

@@ -17,10 +17,11 @@ def command(
     kube_version: str = typer.Option(DEFAULT_KUBE_VERSION, "--kube-version",
                                      help="Kubernetes version to validate against (cluster.kubernetesVersion)."),
 ) -> None:
-    """Validate manifests strictly: unknown fields, unknown kinds and removed APIs are errors.
+    """Validate manifests strictly: the schemas (unknown fields, unknown kinds and removed APIs are errors)
+    and the API server's own rules (names, required fields, unique names and ports, quantities, int32 range).
 
     Exit 0 when every object is valid, 1 with one line per problem (file: object: field: message),
-    2 when an input cannot be read.
+    2 when an input cannot be read (every such input, one line each).
     """
     problems = validate_paths(paths, kube_version)
     for p in problems:

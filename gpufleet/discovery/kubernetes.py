@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from gpufleet.errors import DiscoveryUnavailableError, InputError
+from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line
 
 #: Pods the scheduler counts against a node: the informer's field selector (scheduler.go newPodInformer).
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -31,19 +31,83 @@ class NullCluster:
         return []
 
 
-def read_list(path: Path, kind: str) -> list[dict]:
-    """The items of a `kubectl get <kind> -o json` file (a List, or a single object)."""
+#: `kubectl get <resource>` -> the kind of its items.
+KINDS = {"nodes": "Node", "pods": "Pod"}
+
+
+def _type(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def read_json(path: Path, what: str) -> object:
+    """A JSON file's content; InputError (one line, naming the file) for a missing, empty or non-JSON file."""
     try:
-        doc = json.loads(Path(path).read_text())
+        text = Path(path).read_text()
     except FileNotFoundError as e:
         raise InputError(f"{path}: no such file") from e
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a JSON file from `kubectl get {kind} -o json`: {e}") from e
-    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-        return doc["items"]
-    if isinstance(doc, dict) and doc.get("kind") in ("Node", "Pod"):
+    except IsADirectoryError as e:
+        raise InputError(f"{path}: is a directory; expected {what}") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a text file; expected {what}") from e
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
+    if not text.strip():
+        raise InputError(f"{path}: empty file; expected {what}")
+    try:
+        return json.loads(text)
+    except RecursionError as e:
+        raise InputError(f"{path}: JSON nested too deeply; expected {what}") from e
+    except json.JSONDecodeError as e:
+        if _is_yaml_mapping(text):
+            raise InputError(f"{path}: YAML, not JSON; expected {what} (use -o json)") from e
+        raise InputError(f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno}); expected {what}") from e
+
+
+def _is_yaml_mapping(text: str) -> bool:
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except Exception:  # any parse failure just means "not YAML either"
+        return False
+
+
+def list_items(doc: object, path: Path, resource: str) -> list[dict]:
+    """The objects of a `kubectl get <resource> -o json` document, all of its kind; InputError lists each misfit."""
+    kind = KINDS[resource]
+    what = f"the output of `kubectl get {resource} -o json`"
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected {what} (a JSON object), got {_type(doc)}")
+    if doc.get("kind") == kind:
         return [doc]
-    raise InputError(f"{path}: expected the output of `kubectl get {kind} -o json` (a List with items)")
+    if "items" not in doc:
+        found = ("a List with no items" if doc.get("kind") == "List" else f"kind {doc['kind']!r}"
+                 if isinstance(doc.get("kind"), str) else "an object with no kind and no items")
+        raise InputError(f"{path}: expected {what} (a List of {kind} objects), got {found}")
+    items = doc["items"]
+    if not isinstance(items, list):
+        raise InputError(f"{path}: items: must be a list, not {_type(items)}")
+    errors = []
+    for i, item in enumerate(items):
+        item_kind = item.get("kind") if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            errors.append(f"{path}: items[{i}]: expected a {kind} object, got {_type(item)}")
+        elif item_kind is not None and item_kind != kind:  # API list responses leave out each item's kind
+            meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            name = meta.get("name")
+            shown = f"{item_kind}/{name}" if isinstance(item_kind, str) and isinstance(name, str) else f"items[{i}]"
+            got = f"a {item_kind}" if isinstance(item_kind, str) else f"kind {item_kind!r}"
+            errors.append(f"{path}: {shown}: kind: expected {kind} (this file is read as {what}), got {got}")
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    return items
+
+
+def read_list(path: Path, kind: str) -> list[dict]:
+    """The items of a `kubectl get <kind> -o json` file (a List, or a single object), all of that kind."""
+    what = f"the output of `kubectl get {kind} -o json`"
+    return list_items(read_json(path, what), path, kind)
 
 
 class FileCluster:
@@ -57,6 +121,10 @@ class FileCluster:
 
     def pods(self) -> list[dict]:
         return read_list(self.pods_path, "pods") if self.pods_path else []
+
+    def origins(self) -> tuple[str, str]:
+        """Where nodes and pods come from, for messages."""
+        return str(self.nodes_path), str(self.pods_path)
 
 
 class KubeconfigCluster:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, one_line
+from gpufleet.scheduling.reading import is_list, load_documents
 
 #: Kind -> API group shown in API server errors (`Deployment.apps "x" is invalid: ...`).
-CHECKED_KINDS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch"}
+CHECKED_KINDS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch",
+                 "CronJob": "batch"}
 EXPECTED_MEMORY_ANNOTATION = "gpufleet.io/expected-gpu-memory-mib"
 
 
@@ -26,8 +27,10 @@ class PodWorkload:
     """The pod spec (camelCase)."""
     replicas: int
     spec_path: str
-    """Field path of the pod spec in the object (`spec` or `spec.template.spec`)."""
+    """Field path of the pod spec in the object (`spec`, `spec.template.spec`, ...)."""
     annotations: dict[str, str] = field(default_factory=dict)
+    counts: tuple[tuple[str, int], ...] = ()
+    """The counts the object sets, by field path (`spec.replicas`, `spec.parallelism`, ...)."""
 
     @property
     def key(self) -> str:
@@ -43,47 +46,79 @@ class PodWorkload:
         value = self.annotations.get(EXPECTED_MEMORY_ANNOTATION)
         if value is None:
             return None
-        try:
-            return int(float(value))
-        except (TypeError, ValueError) as e:
-            raise InputError(f"{self.key}: annotation {EXPECTED_MEMORY_ANNOTATION}={value!r} is not a number of MiB") from e
+        mib = expected_mib(value)
+        if mib is None:
+            raise InputError(f"{self.key}: annotation {EXPECTED_MEMORY_ANNOTATION}={value!r} is not a number of MiB")
+        return mib
+
+
+def expected_mib(value: Any) -> int | None:
+    """The expected-GPU-memory annotation as whole MiB, or None when it is not a non-negative number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number >= 0 else None
 
 
 def _count(value: Any, default: int, what: str) -> int:
     if value is None:
         return default
+    if isinstance(value, bool):
+        raise InputError(f"{what}: {value!r} is not a number")
     try:
-        return int(float(value))
+        number = float(value)
     except (TypeError, ValueError) as e:
         raise InputError(f"{what}: {value!r} is not a number") from e
+    if not math.isfinite(number):
+        raise InputError(f"{what}: {value!r} is not a number")
+    return int(number)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+#: Kind -> where its pod template is, and which counts say how many pods run at once.
+TEMPLATES = {"Deployment": ("spec", ("replicas",)), "ReplicaSet": ("spec", ("replicas",)),
+              "StatefulSet": ("spec", ("replicas",)), "Job": ("spec", ("parallelism", "completions")),
+              "CronJob": ("spec.jobTemplate.spec", ("parallelism", "completions"))}
 
 
 def workload_of(obj: dict) -> PodWorkload | None:
     """The pods a manifest asks for, or None for kinds that are not checked."""
     kind = obj.get("kind")
-    if kind not in CHECKED_KINDS:
+    if not isinstance(kind, str) or kind not in CHECKED_KINDS:
         return None
-    meta = obj.get("metadata") or {}
+    meta = _dict(obj.get("metadata"))
     namespace, name = meta.get("namespace") or "default", meta.get("name") or "(unnamed)"
-    spec = obj.get("spec") or {}
     if kind == "Pod":
-        return PodWorkload(kind, namespace, name, spec, 1, "spec", dict(meta.get("annotations") or {}))
-    template = spec.get("template") or {}
-    where = f"{kind}/{namespace}/{name}"
-    if kind == "Job":
-        parallelism = _count(spec.get("parallelism"), 1, f"{where} spec.parallelism")
-        completions = spec.get("completions")
-        wanted = parallelism if completions is None else min(parallelism, _count(completions, 1, where))
+        return PodWorkload(kind, str(namespace), str(name), _dict(obj.get("spec")), 1, "spec",
+                           dict(_dict(meta.get("annotations"))))
+    where, names = TEMPLATES[kind]
+    spec = obj
+    for part in where.split("."):
+        spec = _dict(spec.get(part))
+    template = _dict(spec.get("template"))
+    key = f"{kind}/{namespace}/{name}"
+    counts = tuple((f"{where}.{n}", _count(spec.get(n), 1, f"{key} {where}.{n}")) for n in names
+                   if spec.get(n) is not None)
+    given = dict((path.rsplit(".", 1)[1], n) for path, n in counts)
+    if kind in ("Job", "CronJob"):
+        parallelism = given.get("parallelism", 1)
+        wanted = parallelism if "completions" not in given else min(parallelism, given["completions"])
     else:
-        wanted = _count(spec.get("replicas"), 1, f"{where} spec.replicas")
-    annotations = dict((template.get("metadata") or {}).get("annotations") or {})
-    return PodWorkload(kind, namespace, name, template.get("spec") or {}, wanted, "spec.template.spec", annotations)
+        wanted = given.get("replicas", 1)
+    annotations = dict(_dict(_dict(template.get("metadata")).get("annotations")))
+    return PodWorkload(kind, str(namespace), str(name), _dict(template.get("spec")), wanted,
+                       f"{where}.template.spec", annotations, counts)
 
 
 def _flatten(docs: Iterable[Any]) -> Iterable[dict]:
     for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "List" or (isinstance(doc, dict) and "items" in doc and "kind" not in doc):
-            yield from _flatten(doc.get("items") or [])
+        if is_list(doc):
+            items = doc.get("items")
+            yield from _flatten(items if isinstance(items, list) else [])
         elif isinstance(doc, dict):
             yield doc
 
@@ -93,22 +128,12 @@ def workloads_of(manifests: Iterable[Any]) -> list[PodWorkload]:
     return [w for w in (workload_of(o) for o in _flatten(manifests)) if w is not None]
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    return [path]
-
-
 def load_manifests(paths: Iterable[Path]) -> list[dict]:
-    """Every document of the given YAML/JSON files and directories (multi-document YAML), in order."""
-    out: list[dict] = []
-    for root in paths:
-        for path in _files(Path(root)):
-            try:
-                docs = list(yaml.safe_load_all(path.read_text()))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-                raise InputError(f"{path}: not readable as YAML: {str(e).splitlines()[0]}") from e
-            out += [d for d in docs if d is not None]
-    return out
+    """Every document of the given YAML/JSON files and directories (multi-document YAML), in order.
+
+    Raises InputError listing every file that cannot be read or parsed and every document that is no object.
+    """
+    docs, errors = load_documents(paths)
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    return [d.obj for d in docs]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,7 +21,9 @@ from kubernetes_validate import utils as kv
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, one_line
+from gpufleet.validation.apiserver import object_errors
+from gpufleet.validation.fields import show
 
 #: (API group, kind) of custom resources gpufleet writes (GitOps files) or installs (gpu-operator CRs);
 #: no Kubernetes schema exists for them, so they are skipped, and only they.
@@ -45,7 +48,9 @@ class Problem:
     message: str
 
     def render(self) -> str:
-        return f"{self.file}: {self.obj}: {self.path or '(object)'}: {self.message}"
+        """One line, whatever the message holds."""
+        message = " ".join(self.message.split())
+        return one_line(f"{self.file}: {self.obj}: {self.path or '(object)'}: {message}")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -88,29 +93,64 @@ def _is_plan_release_record(doc: dict[str, Any]) -> bool:
     return "apiVersion" not in doc and doc.get("kind") == "HelmRelease" and "chart" in doc
 
 
-def describe(doc: Any, index: int) -> str:
-    """Kind/namespace/name of a document, for messages (its position when it has no name)."""
+def describe(doc: Any, index: int, item: int | None = None) -> str:
+    """Kind/namespace/name of a document, for messages (its position when it has no usable name)."""
+    where = f"document {index + 1}" + (f" items[{item}]" if item is not None else "")
     if not isinstance(doc, dict):
-        return f"document {index + 1}"
+        return where
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name = meta.get("name", f"(document {index + 1})")
-    ns = meta.get("namespace")
-    return f"{doc.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+    name, ns, kind = meta.get("name"), meta.get("namespace"), doc.get("kind")
+    name = name if isinstance(name, str) and name else f"({where})"
+    kind = kind if isinstance(kind, str) and kind else "?"
+    return f"{kind}/{ns + '/' if isinstance(ns, str) and ns else ''}{name}"
 
 
-def _schemas(version: str, kind: str, api_version: str) -> tuple[Any, Any] | None:
+#: Integer formats the API server decodes into Go int32 / int64: a larger number cannot be decoded.
+INT_FORMATS = {"int32": 2**31, "int64": 2**63}
+_FORMATS = jsonschema.FormatChecker(formats=())
+for _name, _bound in INT_FORMATS.items():
+    _FORMATS.checks(_name)(lambda v, b=_bound: not isinstance(v, (int, float)) or isinstance(v, bool)
+                           or -b <= v < b)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "format" and error.validator_value in INT_FORMATS:
+        bound = INT_FORMATS[error.validator_value]
+        bits = error.validator_value[3:]
+        return (f"Invalid value: {show(error.instance)}: must be a {bits}-bit integer, from {-bound} to {bound - 1} "
+                "(the API server cannot decode a larger number)")
+    return error.message
+
+
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+[a-z0-9]*")
+
+
+@lru_cache(maxsize=256)
+def _validator(version: str, kind: str, api_version: str) -> jsonschema.Draft202012Validator | None:
+    """The strict schema validator of one kind (cached: the definitions are large), or None when there is none."""
+    if not _KIND.fullmatch(kind) or not _API_VERSION.fullmatch(api_version):
+        return None
     api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     base = f"kubernetes-json-schema/v{version}-local-strict"
     try:
         schema = kv.schema_contents(f"{base}/{kind.lower()}-{api}.json", version)
-    except FileNotFoundError:
+    except (OSError, ValueError):
         return None
-    return schema, kv.schema_contents(f"{base}/_definitions.json", version)
+    defs = kv.schema_contents(f"{base}/_definitions.json", version)
+    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=_FORMATS)
 
 
-def validate_document(doc: Any, version: str, file: str, index: int) -> list[Problem]:
-    """Every schema violation of one document (empty when valid or a known custom resource)."""
-    obj = describe(doc, index)
+def validate_document(doc: Any, version: str, file: str, index: int, item: int | None = None) -> list[Problem]:
+    """Every schema violation and API-server rule broken by one object (empty when valid or a known custom
+    resource). A kubectl `List` is validated item by item."""
+    obj = describe(doc, index, item)
+    if item is None and isinstance(doc, dict) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        items = doc.get("items")
+        if not isinstance(items, list):
+            return [Problem(file, obj, "items", f"must be a list of objects, not {type(items).__name__}")]
+        return [p for j, it in enumerate(items) for p in validate_document(it, version, file, index, j)]
     if doc is None:
         return []
     if not isinstance(doc, dict):
@@ -122,15 +162,13 @@ def validate_document(doc: Any, version: str, file: str, index: int) -> list[Pro
         return [Problem(file, obj, k, "required field is missing") for k in missing]
     if (_group(doc["apiVersion"]), doc["kind"]) in KNOWN_CUSTOM_RESOURCES:
         return []
-    found = _schemas(version, doc["kind"], doc["apiVersion"])
-    if found is None:
+    validator = _validator(version, doc["kind"], doc["apiVersion"])
+    if validator is None:
         return [Problem(file, obj, "apiVersion", f"Kubernetes {version.rsplit('.', 1)[0]} has no kind "
                         f"{doc['kind']} in {doc['apiVersion']} (unknown kind, or an API that was removed)")]
-    schema, defs = found
-    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
-    validator = jsonschema.Draft202012Validator(schema, registry=registry)
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [Problem(file, obj, _path(e.absolute_path), e.message) for e in errors]
+    problems = [Problem(file, obj, _path(e.absolute_path), _message(e)) for e in errors]
+    return problems + [Problem(file, obj, e.path, e.body) for e in object_errors(doc)]
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -149,11 +187,14 @@ def validate_documents(docs: list[Any], kube_version: str, file: str = "<input>"
 
 
 def load_file(path: Path) -> list[Any] | Problem:
-    """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse."""
+    """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse.
+    Raises InputError when the file cannot be read at all."""
     try:
         text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {e}") from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: cannot read: not a text file (not UTF-8)") from e
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
     try:
         return list(yaml.load_all(text, Loader=_UniqueKeyLoader))
     except yaml.YAMLError as e:
@@ -161,30 +202,48 @@ def load_file(path: Path) -> list[Any] | Problem:
         where = f"line {mark.line + 1}" if mark else "(file)"
         return Problem(str(path), where, "", f"not valid YAML: {getattr(e, 'problem', None) or e}")
 
+    except (ValueError, TypeError, RecursionError, OverflowError) as e:  # a date such as 2024-02-30, a list as key
+        return Problem(str(path), "(file)", "", f"not valid YAML: {e}")
+
 
 def expand(paths: list[Path]) -> list[Path]:
     """Files as given; directories searched recursively for *.yaml and *.yml (sorted; so a plan's
-    plan.json is left out, while a JSON manifest named explicitly is read: JSON is YAML)."""
+    plan.json is left out, while a JSON manifest named explicitly is read: JSON is YAML).
+    Raises InputError naming every path that does not exist and every directory without manifests."""
     files: list[Path] = []
+    missing: list[str] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in YAML_SUFFIXES)
+            if not found:
+                missing.append(f"{p}: no *.yaml or *.yml files in this directory")
+            files += found
         elif p.exists():  # a file, or a pipe such as /dev/stdin
             files.append(p)
         else:
-            raise InputError(f"{p}: no such file or directory")
+            missing.append(f"{p}: no such file or directory")
+    if missing:
+        raise InputError("\n".join(one_line(m) for m in missing))
     return files
 
 
 def validate_paths(paths: list[Path], kube_version: str) -> list[Problem]:
-    """Every problem in every manifest under `paths`. Raises InputError for unreadable input."""
+    """Every problem in every manifest under `paths`. Raises InputError (every unreadable input, one line
+    each) when an input cannot be read."""
     version = schema_version(kube_version)
     problems: list[Problem] = []
+    unreadable: list[str] = []
     for f in expand(paths):
-        docs = load_file(f)
+        try:
+            docs = load_file(f)
+        except InputError as e:
+            unreadable.append(str(e))
+            continue
         if isinstance(docs, Problem):
             problems.append(docs)
             continue
         for i, doc in enumerate(docs):
             problems += validate_document(doc, version, str(f), i)
+    if unreadable:
+        raise InputError("\n".join(one_line(u) for u in unreadable))
     return problems

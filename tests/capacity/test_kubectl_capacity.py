@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.capacity import Capacity, capacity_from_cluster, pod_requests
+from gpufleet.capacity import Capacity, capacity_from_cluster, capacity_from_objects, pod_requests
 from gpufleet.capacity.quantity import canonical, to_units
 from gpufleet.discovery.kubernetes import FileCluster
 from gpufleet.errors import InputError
@@ -63,3 +63,36 @@ def test_init_container_after_sidecar_adds_the_sidecar():
             "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
                                {"resources": {"requests": {"cpu": "3"}}}]}
     assert pod_requests(spec)["cpu"] == 4000  # max(1+1 app+sidecar, 3+1 init+sidecar)
+
+
+def _node(**spec):
+    return {"kind": "Node", "metadata": {"name": "n"}, "spec": spec,
+            "status": {"allocatable": {"cpu": "4", "nvidia.com/gpu": "1"}}}
+
+
+def test_unschedulable_as_text_is_an_error_not_a_cordoned_node():
+    with pytest.raises(InputError) as e:
+        capacity_from_objects([_node(unschedulable="false")], [], nodes_origin="nodes.json")
+    assert str(e.value) == "nodes.json: Node/n: spec.unschedulable: must be true or false, not the string 'false'"
+
+
+def test_pod_with_unreadable_resources_is_named_with_its_field():
+    pod = {"kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"nodeName": "n", "containers": [{"resources": {"requests": {"cpu": True}}}]}}
+    with pytest.raises(InputError) as e:
+        capacity_from_objects([_node()], [pod], pods_origin="pods.json")
+    assert str(e.value) == ("pods.json: Pod/ml/p: spec.containers[0].resources.requests[cpu]: must be a quantity "
+                            "(e.g. 2, 500m, 16Gi), not a boolean")
+
+
+def test_unbound_and_finished_pods_are_not_read_beyond_their_kind():
+    done = {"kind": "Pod", "metadata": {"name": "done"}, "status": {"phase": "Succeeded"},
+            "spec": {"nodeName": "n", "containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}
+    assert capacity_from_objects([_node()], [done]).pods == []
+
+
+def test_file_cluster_names_the_file_in_every_problem(tmp_path):
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"kind": "List", "items": [_node(), _node()]}))
+    with pytest.raises(InputError, match=f"^{nodes}: Node/n: metadata.name: Duplicate value"):
+        capacity_from_cluster(FileCluster(nodes))

@@ -83,3 +83,13 @@ def test_discover_nvml_without_gpu_prints_one_line_and_exits_2(tmp_path):
 def test_discover_needs_exactly_one_source(tmp_path):
     r = gpufleet("discover", "--out", str(tmp_path / "c.json"))
     assert r.returncode == 2 and "choose exactly one source" in r.stderr
+
+
+def test_discover_reports_every_problem_of_a_nodes_file(tmp_path):
+    node = json.loads((FIXTURES / "nodes-one-h100x8.json").read_text())["items"][0]
+    pod = json.loads(PODS.read_text())["items"][0]
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"kind": "List", "items": [pod, node, {**node, "kind": "Service"}]}))
+    r = gpufleet("discover", "--nodes", str(nodes), "--out", str(tmp_path / "c.json"))
+    assert r.returncode == 2 and not (tmp_path / "c.json").exists()
+    assert [line.split(": ")[1] for line in r.stderr.splitlines()] == ["Pod/trainer-0", "Service/gpu-node-0"]

@@ -23,6 +23,7 @@ MISSING = {
     "discover": ["--nvml"],
     "charts": ["--stack", "dev"],
     "validate": ["--kube-version"],
+    "report": ["--stack", "dev", "--out"],
 }
 
 

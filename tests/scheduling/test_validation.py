@@ -13,11 +13,30 @@ def only(result):
     return result.unschedulable[0]
 
 
-def test_fractional_gpu_limit_is_rejected_with_api_server_message():
+def test_fractional_gpu_limit_on_a_pod_reports_the_limit_and_the_request_defaulted_from_it():
+    """The API server defaults a Pod's requests from its limits before validating, so both are wrong."""
     u = only(verdict(pod("half", pod_spec(container(limits={"nvidia.com/gpu": "500m"})))))
     assert u.reason == "rejected"
-    assert u.message == ('Pod "half" is invalid: spec.containers[0].resources.limits[nvidia.com/gpu]: '
-                         'Invalid value: "500m": must be an integer')
+    assert u.message == ('Pod "half" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: '
+                         'Invalid value: "500m": must be an integer, '
+                         'spec.containers[0].resources.requests[nvidia.com/gpu]: '
+                         'Invalid value: "500m": must be an integer]')
+
+
+def test_pod_template_is_not_defaulted_so_only_the_limit_is_reported():
+    u = only(verdict(deployment("d", 1, pod_spec(container(limits={"nvidia.com/gpu": "500m"})))))
+    assert u.message == ('Deployment.apps "d" is invalid: spec.template.spec.containers[0].resources.limits'
+                         '[nvidia.com/gpu]: Invalid value: "500m": must be an integer')
+
+
+def test_negative_replicas_are_rejected_in_api_server_words():
+    u = only(verdict(deployment("d", -1)))
+    assert u.message == 'Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
+
+
+def test_fractional_gpu_overhead_is_rejected():
+    u = only(verdict(pod("p", pod_spec(overhead={"nvidia.com/gpu": "0.5"}))))
+    assert u.message == 'Pod "p" is invalid: spec.overhead[nvidia.com/gpu]: Invalid value: "500m": must be an integer'
 
 
 def test_fractional_gpu_in_deployment_template_is_rejected_at_template_path():

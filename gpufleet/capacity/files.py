@@ -1,0 +1,129 @@
+"""The capacity files `gpufleet check` and the policy pack read: `--nodes` and `--pods`.
+
+`--nodes` is `kubectl get nodes -o json` output (Node objects only) or a capacity.json written by
+`gpufleet discover`; `--pods` is `kubectl get pods -A -o json` output (Pod objects only). Every problem in
+either file is reported at once, one line each, naming the file, the object and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpufleet.capacity.kubectl import read_objects
+from gpufleet.capacity.model import FORMAT, Capacity
+from gpufleet.capacity.shape import INT64_MAX, Shape
+from gpufleet.discovery.kubernetes import list_items, read_json
+from gpufleet.errors import InputError, one_line
+
+NODES_WHAT = f"the output of `kubectl get nodes -o json` or a capacity.json ({FORMAT})"
+PODS_WHAT = "the output of `kubectl get pods -A -o json`"
+
+
+def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
+    """Nodes (and their bound pods) from the files. Raises InputError with one line per problem."""
+    errors: list[str] = []
+    node_doc = _attempt(errors, read_json, nodes, NODES_WHAT)
+    pod_items: list = []
+    if pods is not None:
+        pod_items = _attempt(errors, lambda: list_items(read_json(pods, PODS_WHAT), pods, "pods")) or []
+    capacity: Capacity | None = None
+    node_items: list = []
+    if isinstance(node_doc, dict) and "format" in node_doc:
+        problems = capacity_file_errors(node_doc)
+        errors += [f"{nodes}: {p}" for p in problems]
+        if not problems:
+            capacity = Capacity.from_json(_filled(node_doc), str(nodes))
+    elif node_doc is not None:
+        node_items = _attempt(errors, list_items, node_doc, nodes, "nodes") or []
+    found_nodes, found_pods, problems = read_objects(node_items, pod_items, str(nodes), str(pods))
+    errors += problems
+    if not errors and not (capacity.nodes if capacity else found_nodes):
+        errors.append(f"{nodes}: no nodes: there is nothing to schedule on (expected Node objects)")
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    if capacity is not None:
+        capacity.pods += found_pods
+        return capacity
+    return Capacity("kubernetes", found_nodes, found_pods)
+
+
+def _filled(doc: dict) -> dict:
+    """Null lists read as empty, as they do in kubectl output."""
+    nodes = [{**n, "gpus": ({**n["gpus"], "gpus": n["gpus"].get("gpus") or []} if n.get("gpus") else None)}
+             for n in doc.get("nodes") or []]
+    return {**doc, "nodes": nodes, "pods": doc.get("pods") or []}
+
+
+def _attempt(errors: list[str], fn, *args) -> Any:
+    try:
+        return fn(*args)
+    except InputError as e:
+        errors += str(e).split("\n")  # already one line per problem
+        return None
+
+
+def capacity_file_errors(doc: dict) -> list[str]:
+    """Problems in a capacity.json document (`object: field: problem` lines); empty when it can be read."""
+    if doc.get("format") != FORMAT:
+        return [f"format: {doc.get('format')!r} is not a capacity format this gpufleet reads (it reads "
+                f"{FORMAT!r}); write the file again with `gpufleet discover`"]
+    shape = Shape()
+    shape.string(doc.get("source"), "source")
+    seen: set[str] = set()
+    for path, node in shape.objects(doc.get("nodes"), "nodes"):
+        name = node.get("name")
+        if not isinstance(name, str) or not name:
+            shape.fail(f"{path}.name", f"a node needs a name (a non-empty string), not {name!r}")
+        elif name in seen:
+            shape.fail(f"{path}.name", f"Duplicate value: {name!r} (node names are unique)")
+        else:
+            seen.add(name)
+        shape.strings(node.get("labels"), f"{path}.labels")
+        for tpath, taint in shape.objects(node.get("taints"), f"{path}.taints"):
+            _required_string(shape, taint.get("key"), f"{tpath}.key")
+            for part in ("value", "effect"):
+                shape.string(taint.get(part), f"{tpath}.{part}")
+        shape.boolean(node.get("unschedulable"), f"{path}.unschedulable")
+        for part in ("allocatable", "capacity"):
+            _units(shape, node.get(part), f"{path}.{part}")
+        shape.string_list(node.get("unknown"), f"{path}.unknown")
+        for part in ("containerRuntime", "kubeletVersion"):
+            shape.string(node.get(part), f"{path}.{part}")
+        _gpus(shape, node.get("gpus"), f"{path}.gpus")
+    for path, pod in shape.objects(doc.get("pods"), "pods"):
+        for part in ("namespace", "name", "node"):
+            _required_string(shape, pod.get(part), f"{path}.{part}")
+        if not isinstance(pod.get("requests"), dict):
+            shape.fail(f"{path}.requests", f"must be an object, not {pod.get('requests')!r}")
+        _units(shape, pod.get("requests"), f"{path}.requests")
+    return shape.errors
+
+
+def _units(shape: Shape, value: Any, path: str) -> None:
+    """capacity.json stores compared integers (cpu in millicores, bytes, units), not quantity text."""
+    for name, n in shape.mapping(value, path).items():
+        if isinstance(n, bool) or not isinstance(n, int) or abs(n) > INT64_MAX:
+            shape.fail(f"{path}[{name}]", f"must be an integer (cpu in millicores, memory in bytes), not {n!r}")
+
+
+def _required_string(shape: Shape, value: Any, path: str) -> None:
+    if not isinstance(value, str):
+        shape.fail(path, f"must be a string, not {value!r}")
+
+
+def _gpus(shape: Shape, value: Any, path: str) -> None:
+    facts = shape.mapping(value, path)
+    shape.string(facts.get("driverVersion"), f"{path}.driverVersion")
+    shape.string(facts.get("cudaVersion"), f"{path}.cudaVersion")
+    for gpath, gpu in shape.objects(facts.get("gpus"), f"{path}.gpus"):
+        for part in ("index", "memoryMiB"):
+            if isinstance(gpu.get(part), bool) or not isinstance(gpu.get(part), int):
+                shape.fail(f"{gpath}.{part}", f"must be an integer, not {gpu.get(part)!r}")
+        _required_string(shape, gpu.get("product"), f"{gpath}.product")
+        shape.string(gpu.get("uuid"), f"{gpath}.uuid")
+        shape.boolean(gpu.get("migEnabled"), f"{gpath}.migEnabled")
+        for mpath, mig in shape.objects(gpu.get("migInstances"), f"{gpath}.migInstances"):
+            _required_string(shape, mig.get("profile"), f"{mpath}.profile")
+            if isinstance(mig.get("memoryMiB"), bool) or not isinstance(mig.get("memoryMiB"), int):
+                shape.fail(f"{mpath}.memoryMiB", f"must be an integer, not {mig.get('memoryMiB')!r}")

@@ -1,0 +1,155 @@
+"""`gpufleet check` says exactly what is wrong with an unusable input (exit 2), one line per problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.run_inprocess import run
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+NODES, PODS = FIXTURES / "nodes-mixed-cluster.json", FIXTURES / "pods-mixed-cluster.json"
+FITS = FIXTURES / "manifests" / "fits.yaml"
+NODE = json.loads((FIXTURES / "nodes-one-h100x8.json").read_text())["items"][0]
+POD = json.loads(PODS.read_text())["items"][0]
+
+
+def write(tmp_path: Path, name: str, content) -> Path:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def lines(result) -> list[str]:
+    assert result.code == 2, result
+    assert result.out == ""
+    return result.err.strip().splitlines()
+
+
+@pytest.mark.parametrize("content, says", [
+    pytest.param("", "empty file", id="empty"),
+    pytest.param("   \n", "empty file", id="blank"),
+    pytest.param("{not json", "not JSON (Expecting property name", id="not JSON"),
+    pytest.param("apiVersion: v1\nkind: List\nitems: []\n", "YAML, not JSON", id="YAML"),
+    pytest.param("42", "a JSON object), got a number", id="scalar"),
+    pytest.param("[]", "a JSON object), got a list", id="list"),
+    pytest.param({"kind": "List", "items": []}, "no nodes: there is nothing to schedule on", id="no nodes"),
+    pytest.param({"kind": "ConfigMap"}, "got kind 'ConfigMap'", id="other kind"),
+    pytest.param({"format": "gpufleet.io/capacity/v2", "nodes": []},
+                 "format: 'gpufleet.io/capacity/v2' is not a capacity format this gpufleet reads", id="capacity v2"),
+])
+def test_unusable_nodes_file_is_one_line_naming_it(tmp_path, content, says):
+    nodes = write(tmp_path, "nodes.json", content)
+    [line] = lines(run("check", "--nodes", nodes, FITS))
+    assert line.startswith(f"{nodes}: ") and says in line
+
+
+def test_pod_in_the_nodes_file_is_an_error_not_a_node_without_capacity(tmp_path):
+    nodes = write(tmp_path, "nodes.json", {"kind": "List", "items": [NODE, POD]})
+    assert lines(run("check", "--nodes", nodes, FITS)) == [
+        f"{nodes}: Pod/trainer-0: kind: expected Node (this file is read as the output of "
+        "`kubectl get nodes -o json`), got a Pod"]
+
+
+def test_pods_file_holding_nodes_names_each_of_them(tmp_path):
+    pods = write(tmp_path, "pods.json", {"kind": "List", "items": [POD, NODE, NODE]})
+    assert len([x for x in lines(run("check", "--nodes", NODES, "--pods", pods, FITS))
+                if x.startswith(f"{pods}: Node/gpu-node-0: kind: expected Pod")]) == 2
+
+
+def test_duplicate_node_names_are_an_error(tmp_path):
+    nodes = write(tmp_path, "nodes.json", {"kind": "List", "items": [NODE, NODE]})
+    assert lines(run("check", "--nodes", nodes, FITS)) == [
+        f'{nodes}: Node/gpu-node-0: metadata.name: Duplicate value: "gpu-node-0" (items[0] has the same name; '
+        "node names are unique)"]
+
+
+def test_every_problem_in_every_file_is_reported_at_once(tmp_path):
+    bad_node = {**NODE, "status": {"allocatable": {"cpu": "lots", "nvidia.com/gpu": [8]}}}
+    nodes = write(tmp_path, "nodes.json", {"kind": "List", "items": [bad_node]})
+    app = write(tmp_path, "app.yaml", "kind: Pod\nmetadata: {name: p, namespace: ml}\n"
+                                      "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: abc}}}]}\n")
+    assert lines(run("check", "--nodes", nodes, app)) == [
+        f"{nodes}: Node/gpu-node-0: status.allocatable[cpu]: 'lots' is not a Kubernetes quantity (e.g. 2, 500m, 16Gi)",
+        f"{nodes}: Node/gpu-node-0: status.allocatable[nvidia.com/gpu]: must be a quantity (e.g. 2, 500m, 16Gi), "
+        "not a list",
+        f"{app}: Pod/ml/p: spec.containers[0].resources.limits[nvidia.com/gpu]: 'abc' is not a Kubernetes quantity "
+        "(e.g. 2, 500m, 16Gi)",
+    ]
+
+
+def test_replicas_beyond_int32_are_unusable_input(tmp_path):
+    app = write(tmp_path, "app.yaml", FITS.read_text().replace("replicas: 1", "replicas: 100000000000000000000"))
+    assert lines(run("check", "--nodes", NODES, app)) == [
+        f"{app}: Deployment/ml/infer: spec.replicas: 100000000000000000000 is out of range: must be between "
+        "-2147483648 and 2147483647, inclusive"]
+
+
+def test_input_without_workloads_is_nothing_to_check_not_a_pass(tmp_path):
+    a = write(tmp_path, "a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    b = write(tmp_path, "b.yaml", "")
+    [line] = lines(run("check", "--nodes", NODES, a, b))
+    assert line.startswith(f"no workloads in {a}, {b}: nothing to check")
+
+
+def test_unreadable_yaml_names_file_and_line(tmp_path):
+    app = write(tmp_path, "app.yaml", "kind: Pod\nmetadata: [\n")
+    [line] = lines(run("check", "--nodes", NODES, app))
+    assert line.startswith(f"{app}: not readable as YAML (line 3, column 1)")
+
+
+def test_a_list_of_mixed_kinds_in_the_nodes_file_names_each_misfit(tmp_path):
+    nodes = write(tmp_path, "nodes.json", {"kind": "List", "items": [NODE, {"kind": "Service", "metadata": {"name": "s"}}, 7]})
+    assert lines(run("check", "--nodes", nodes, FITS)) == [
+        f"{nodes}: Service/s: kind: expected Node (this file is read as the output of `kubectl get nodes -o json`), "
+        "got a Service",
+        f"{nodes}: items[2]: expected a Node object, got a number",
+    ]
+
+
+def test_capacity_json_with_wrong_types_names_the_fields(tmp_path):
+    cap = write(tmp_path, "capacity.json", {"format": "gpufleet.io/capacity/v1", "nodes": [
+        {"name": "n", "allocatable": {"nvidia.com/gpu": "8"}}, {"name": "n"}]})
+    assert lines(run("check", "--nodes", cap, FITS)) == [
+        f"{cap}: nodes[0].allocatable[nvidia.com/gpu]: must be an integer (cpu in millicores, memory in bytes), not '8'",
+        f"{cap}: nodes[1].name: Duplicate value: 'n' (node names are unique)",
+    ]
+
+
+def test_fractional_gpu_pod_is_rejected_with_both_api_server_errors(tmp_path):
+    app = write(tmp_path, "app.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: half}\nspec:\n  containers:\n"
+                                      "  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 500m}}}\n")
+    r = run("check", "--nodes", NODES, "--json", app)
+    assert r.code == 1
+    [u] = json.loads(r.out)["unschedulable"]
+    assert u["reason"] == "rejected" and u["message"] == (
+        'Pod "half" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": '
+        'must be an integer, spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "500m": '
+        "must be an integer]")
+
+
+def test_table_never_cuts_names_so_that_two_rows_read_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: my-inference-server-with-a-long-name{i}, namespace: ml}}\n"
+        f"spec: {{containers: [{{name: c, image: i, resources: {{limits: {{nvidia.com/gpu: 99}}}}}}]}}\n"
+        for i in (2, 3))
+    r = run("check", "--nodes", NODES, write(tmp_path, "app.yaml", pods))
+    assert r.code == 1
+    assert max(len(x) for x in r.out.splitlines()) <= 80
+    rows: list[str] = []  # the workload column, a folded name joined again
+    for line in r.out.splitlines():
+        cells = line.split("\u2502")
+        if len(cells) > 3 and cells[2].strip() not in ("", "verdict"):
+            rows.append("")
+        if len(cells) > 3 and rows:
+            rows[-1] += cells[1].strip()
+    assert rows == [f"Pod/ml/my-inference-server-with-a-long-name{i}" for i in (2, 3)]
+
+
+def test_a_name_with_a_line_break_stays_on_its_error_line(tmp_path):
+    app = write(tmp_path, "app.yaml", 'kind: Pod\nmetadata: {name: "a\\rb"}\nspec: {containers: 5}\n')
+    assert lines(run("check", "--nodes", NODES, app)) == [
+        f"{app}: Pod/a\\rb: spec.containers: must be a list, not the number 5"]
