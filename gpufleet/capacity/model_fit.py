@@ -100,7 +100,7 @@ class Verdict:
     budget_mib: int = 0
     warnings: list[str] = field(default_factory=list)
     overridden: bool = False
-    """A declared memoryMiB disagrees with the model and is checked instead (memory_budget's warnings)."""
+    """A declared memoryMiB is checked instead of the model (memory_budget's warnings), as in the stack check."""
 
 
 def container_argv(spec: dict) -> list[str]:
@@ -123,13 +123,13 @@ def check_manifest_model(key: str, annotations: dict[str, str], nodes: list[Node
         raise InputError(f"{key}: annotation {MODEL_ANNOTATION} is not usable: {e}") from e
     need = need_per_gpu(shape, serving)
     verdict = Verdict(need_mib=need.mib)
-    declared = annotations.get(EXPECTED_MEMORY_ANNOTATION, "")
-    if declared.isdigit():
-        conflict = conflict_message(key, int(declared), need.mib * serving.tensor_parallel)
+    declared, per_pod = annotations.get(EXPECTED_MEMORY_ANNOTATION, ""), need.mib * serving.tensor_parallel
+    if declared.isdigit() and int(declared) != per_pod:  # a declared gpu.memoryMiB (rendered: the need itself)
+        conflict = conflict_message(key, int(declared), per_pod)
         if conflict is not None:
             verdict.warnings.append(conflict)
-            verdict.overridden = True
-            return verdict
+        verdict.overridden = True
+        return verdict
     budgets = [b for b in (node_budget(n, requests) for n in nodes) if b is not None]
     misfits = [(b, p, m) for b, p in budgets
                if (m := misfit_message(key, label, shape, serving, b, p, vllm, argv)) is not None]

@@ -78,3 +78,11 @@ def test_a_vllm_reservation_beyond_an_mps_slice_is_an_error_until_the_utilizatio
     tuned = deployment("llm", 1, pod_spec({**gpu_container(1), "args": ["--gpu-memory-utilization", "0.27"]}),
                        annotations=annotations)
     assert check_workloads([node("h100", 2, labels=labels)], [], [tuned]).fits
+
+
+def test_a_declared_memory_close_to_the_need_still_wins_without_a_warning():
+    need = need_per_gpu(LLAMA_8B, Serving(32768, 4)).mib
+    result = check_workloads([node("l4", 1, labels=L4)], [], [_model(Serving(32768, 4), declared=need - 100)])
+    assert result.fits and not result.unschedulable  # memoryMiB overruns only warn
+    assert not any("disagrees" in w.message for w in result.warnings)
+    assert any(f"expects {need - 100} MiB of GPU memory" in w.message for w in result.warnings)
