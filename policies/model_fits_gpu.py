@@ -48,7 +48,10 @@ def validate(args: StackValidationArgs, report_violation) -> None:
             if problem.error and key in urns:  # the stack's workloads that this plan deploys
                 report_violation(problem.message, urns[key])
         return
-    result = check_fit(capacity, [m for _, m, _ in manifests], bool(config.get("extendedResourceToleration")))
+    ert = config.get("extendedResourceToleration")
+    if ert is None:
+        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
+    result = check_fit(capacity, [m for _, m, _ in manifests], bool(ert))
     for u in result.unschedulable:
         if u.reason == "memory":
             report_violation(u.message, urns.get(u.workload))
@@ -68,7 +71,7 @@ POLICY = StackValidationPolicy(
         "kubeconfig": {"type": "string", "description": "Discover nodes from this cluster."},
         "context": {"type": "string", "description": "kubeconfig context."},
         "extendedResourceToleration": {"type": "boolean", "description": "The API server runs the "
-                                       "ExtendedResourceToleration admission plugin."},
+                                       "ExtendedResourceToleration admission plugin. Default: the stack's cluster config."},
     }),
     validate=validate,
 )
