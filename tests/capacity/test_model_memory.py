@@ -160,10 +160,8 @@ def test_need_grows_with_context_concurrency_and_dtype_size(shape, serving, more
     need = need_per_gpu(shape, serving).total
     assert need_per_gpu(shape, replace(serving, max_model_len=serving.max_model_len + more_len)).total >= need
     assert need_per_gpu(shape, replace(serving, max_num_seqs=serving.max_num_seqs + more_seqs)).total > need
-    order = ["int4", "int8", "bf16"]
-    if shape.dtype in order and shape.kv_cache_dtype != "auto":
-        bigger = order[min(order.index(shape.dtype) + 1, 2)]
-        assert need_per_gpu(replace(shape, dtype=bigger), serving).total >= need
+    by_dtype = [need_per_gpu(replace(shape, dtype=d), serving).total for d in ("int4", "int8", "bf16", "fp32")]
+    assert by_dtype == sorted(by_dtype) and by_dtype[0] < by_dtype[-1]
 
 
 @settings(max_examples=60, deadline=None)
