@@ -152,7 +152,10 @@ class Fixes:
         if not options:
             return (f"no maxModelLen, maxNumSeqs, MIG profile or GPU share of this GPU holds the weights and overhead; "
                     f"use a smaller dtype, more tensorParallel GPUs or a larger GPU")
-        return "; or ".join(options)
+        text = "; or ".join(options)
+        if budget.kind == "mig" and self.mig_profile is None and product is not None and not self.whole_gpu:
+            text += f" (at the declared context no MIG profile, nor a whole {product.key}, holds it)"
+        return text
 
 
 def fixes_for(shape: ModelShape, serving: Serving, budget: Budget, product: GpuProduct | None,

@@ -33,6 +33,7 @@ def test_plan_refuses_the_model_that_does_not_fit_and_says_what_would(tmp_path):
     assert "a MIG 3g.40gb instance of NVIDIA-H100-80GB-HBM3 (40192 MiB)" in text
     assert "maxModelLen 7888 (at maxNumSeqs 16) with --gpu-memory-utilization 0.9" in text
     assert "maxNumSeqs 3 (at maxModelLen 32768)" in text
+    assert "no MIG profile, nor a whole NVIDIA-H100-80GB-HBM3, holds it" in text
     assert "gpu-capacity-fit" not in text  # the slices are there: only the memory is short
 
     # the rendered manifests carry the need, and `gpufleet check` makes the same call (exit 1, reason memory)
