@@ -18,10 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.model_fit import is_vllm, misfit_message
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import BatchJob, InferenceService
-from gpufleet.nvidia.mig_profiles import TABLES
+from gpufleet.nvidia.model_budget import (
+    mig_budget, mps_budget, profile_memory_mib, time_sliced_budget, whole_gpu_budget,
+)
+from gpufleet.nvidia.model_memory import need_per_gpu
 from gpufleet.nvidia.products import GpuProduct, find_product
 
 
@@ -47,13 +51,6 @@ class MemoryProblem:
 def mps_slice_mib(memory_mib: int, replicas: int) -> int:
     """set_default_device_pinned_mem_limit: total / replicas, in whole MiB."""
     return memory_mib // replicas
-
-
-def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
-    if product is None or product.mig_table is None:
-        return None
-    entry = TABLES[product.mig_table].profiles.get(profile)
-    return entry.memory_mib if entry else None
 
 
 def _pods(w) -> int:
@@ -122,10 +119,6 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
 
 def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryProblem | None, int]:
     """(the misfit, or None; the need per pod in MiB) of a workload's model on one GPU of its share."""
-    from gpufleet.capacity.model_fit import is_vllm, misfit_message
-    from gpufleet.nvidia.model_budget import mig_budget, mps_budget, time_sliced_budget, whole_gpu_budget
-    from gpufleet.nvidia.model_memory import need_per_gpu
-
     gpu, shape, serving = w.gpu, w.model.shape(), w.model.serving()
     need = need_per_gpu(shape, serving)
     per_pod = need.mib * serving.tensor_parallel

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 
 from gpufleet.capacity.model import Node
-from gpufleet.nvidia.mig_profiles import TABLES
+from gpufleet.errors import InputError
 from gpufleet.nvidia.model_budget import (
-    Budget, fixes_for, mig_budget, mps_budget, reservation_problem, time_sliced_budget, whole_gpu_budget,
+    Budget, fixes_for, mig_budget, mps_budget, profile_memory_mib, reservation_problem, time_sliced_budget, whole_gpu_budget,
 )
 from gpufleet.nvidia.model_memory import ModelShape, Serving, conflict_message, from_annotation, gib, need_per_gpu
 from gpufleet.nvidia.products import GpuProduct, find_product
@@ -65,7 +65,7 @@ def node_budget(node: Node, requests: dict[str, int]) -> tuple[Budget, GpuProduc
     if profile is not None:
         memory = labels.get(f"nvidia.com/mig-{profile}.memory", "")
         mib = int(memory) if memory.isdigit() else (int(label_mib) if label_mib.isdigit() and "-MIG-" in base
-                                                      else _profile_mib(product, profile))
+                                                      else profile_memory_mib(product, profile))
         if mib is None or product is None:
             return None
         return mig_budget(product, profile, mib), product
@@ -82,13 +82,6 @@ def node_budget(node: Node, requests: dict[str, int]) -> tuple[Budget, GpuProduc
     if strategy == "time-slicing" or gpu[0].endswith(".shared"):
         return time_sliced_budget(product, mib), product
     return whole_gpu_budget(product, mib), product
-
-
-def _profile_mib(product: GpuProduct | None, profile: str) -> int | None:
-    if product is None or product.mig_table is None:
-        return None
-    entry = TABLES[product.mig_table].profiles.get(profile)
-    return entry.memory_mib if entry else None
 
 
 @dataclass
@@ -111,8 +104,6 @@ def container_argv(spec: dict) -> list[str]:
 def check_manifest_model(key: str, annotations: dict[str, str], nodes: list[Node], requests: dict[str, int],
                          argv: list[str] | None = None) -> Verdict | None:
     """None when the workload declares no model; `argv`: its containers' command lines."""
-    from gpufleet.errors import InputError
-
     raw = annotations.get(MODEL_ANNOTATION)
     if raw is None:
         return None

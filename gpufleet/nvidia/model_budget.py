@@ -68,6 +68,14 @@ def dra_budget(device: str, memory_mib: int) -> Budget:
     return Budget("dra", memory_mib, memory_mib, f"the allocated DRA device {device} ({memory_mib} MiB)")
 
 
+def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
+    """A MIG profile's memory from the product's table; None for an unknown product or profile."""
+    if product is None or product.mig_table is None:
+        return None
+    entry = TABLES[product.mig_table].profiles.get(profile)
+    return entry.memory_mib if entry else None
+
+
 def fits(shape: ModelShape, serving: Serving, budget: Budget) -> bool:
     return need_per_gpu(shape, serving).total <= budget.usable_mib * MIB
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workload_rules import default_port_name
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Probe, ServiceExposure
+from gpufleet.nvidia.model_memory import need_per_gpu, to_annotation
 from gpufleet.nvidia.sharing import workload_resource
 from gpufleet.render.labels import (
     EXPECTED_GPU_MEMORY_ANNOTATION, MODEL_MEMORY_ANNOTATION, selector_labels, standard_labels,
@@ -109,10 +111,6 @@ def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[s
 
 def _model_annotations(w) -> dict[str, str]:
     """The model's need per pod (MiB: per GPU x tensorParallel) and the facts to recompute it on any node."""
-    import json
-
-    from gpufleet.nvidia.model_memory import need_per_gpu, to_annotation
-
     shape, serving = w.model.shape(), w.model.serving()
     vllm = "vllm" in w.image.lower()
     facts = json.dumps(to_annotation(w.model.label, shape, serving, vllm), sort_keys=True, separators=(",", ":"))
