@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from gpufleet.config._base import Model
-from gpufleet.config.model import ModelSpec
 from gpufleet.config.k8s_types import (
     AnnotationKey, Cidr, EnvName, ImageReference, LabelKey, LabelValue, Namespace, DnsLabel, PortName, SecretName,
     TaintKey, TaintValue,
 )
+from gpufleet.config.model import ModelSpec
 from gpufleet.k8s_names import INT32_MAX
 
 

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Sequence
 
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
-from gpufleet.capacity.model_fit import check_manifest_model, container_argv
 from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.model_fit import check_manifest_model, container_argv
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms, static_failure
