@@ -53,7 +53,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert):
         return stack_report(stack, loaded.config)
     if nodes is None:
         raise InputError("give --stack NAME, or --nodes FILE [--pods FILE] MANIFEST...")
-    from gpufleet.cli.check import load_capacity
+    from gpufleet.capacity.files import load_capacity
     from gpufleet.scheduling import load_manifests
 
     cap = load_capacity(nodes, pods)
