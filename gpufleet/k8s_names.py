@@ -39,7 +39,7 @@ _ENV_VAR_NAME = _full(ENV_VAR_NAME_FMT)
 _CONFIG_MAP_KEY = _full(CONFIG_MAP_KEY_FMT)
 
 
-def _max_len(n: int) -> str:
+def max_len(n: int) -> str:
     return f"must be no more than {n} characters"
 
 
@@ -52,7 +52,7 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 def dns1123_label_errors(value: str) -> list[str]:
     """Namespaces, Service-less object names, label-limited names: lowercase RFC 1123 label, <= 63."""
-    errs = [_max_len(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
+    errs = [max_len(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
     if not _DNS1123_LABEL.match(value):
         if _DNS1123_SUBDOMAIN.match(value):
             errs.append("must not contain dots")
@@ -65,7 +65,7 @@ def dns1123_label_errors(value: str) -> list[str]:
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """Most object names (Deployments, Jobs, Secrets, Nodes): lowercase RFC 1123 subdomain, <= 253."""
-    errs = [_max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    errs = [max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
     if not _DNS1123_SUBDOMAIN.match(value):
         errs.append(_regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                                  "characters, '-' or '.', and must start and end with an alphanumeric character",
@@ -75,7 +75,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 
 def dns1035_label_errors(value: str) -> list[str]:
     """Service names: a DNS-1035 label (starts with a letter), <= 63."""
-    errs = [_max_len(DNS1035_LABEL_MAX)] if len(value) > DNS1035_LABEL_MAX else []
+    errs = [max_len(DNS1035_LABEL_MAX)] if len(value) > DNS1035_LABEL_MAX else []
     if not _DNS1035_LABEL.match(value):
         errs.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                                  "start with an alphabetic character, and end with an alphanumeric character",
@@ -105,7 +105,7 @@ def qualified_name_errors(value: str) -> list[str]:
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
-        errs.append(f"name part {_max_len(QUALIFIED_NAME_MAX)}")
+        errs.append(f"name part {max_len(QUALIFIED_NAME_MAX)}")
     if not _QUALIFIED_NAME.match(name):
         errs.append("name part " + _regex_error(_QNAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
@@ -113,7 +113,7 @@ def qualified_name_errors(value: str) -> list[str]:
 
 def label_value_errors(value: str) -> list[str]:
     """Label values (also taint values and nodeSelector values): empty, or <= 63 with alphanumeric ends."""
-    errs = [_max_len(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
+    errs = [max_len(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
     if not _LABEL_VALUE.match(value):
         errs.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
                                  "'-', '_' or '.', and must start and end with an alphanumeric character",
@@ -143,7 +143,7 @@ def env_var_name_errors(value: str) -> list[str]:
 
 def config_map_key_errors(value: str) -> list[str]:
     """Keys of ConfigMap and Secret data."""
-    errs = [_max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    errs = [max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
     if not _CONFIG_MAP_KEY.match(value):
         errs.append(_regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
                                  CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
@@ -152,7 +152,7 @@ def config_map_key_errors(value: str) -> list[str]:
 
 def port_name_errors(value: str) -> list[str]:
     """Container and Service port names (IANA_SVC_NAME)."""
-    errs = [_max_len(PORT_NAME_MAX)] if len(value) > PORT_NAME_MAX else []
+    errs = [max_len(PORT_NAME_MAX)] if len(value) > PORT_NAME_MAX else []
     if not re.fullmatch(r"[-a-z0-9]+", value):
         errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not re.search(r"[a-z]", value):

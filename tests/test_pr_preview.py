@@ -181,3 +181,24 @@ def test_unknown_stack_or_existing_output_is_refused_with_exit_2(repo, tmp_path)
     assert f"pr-preview: --out {existing}: already exists" in result.stderr
     assert "pr-preview: --stacks: no Pulumi.nosuch.yaml in" in result.stderr
     assert existing.read_text() == "someone else's file"
+
+
+def test_reports_draw_the_head_fleet_map_and_its_summary_goes_into_the_comment(repo):
+    head = pull_request(repo, "fleet")
+    reports = head.parent / "fleet-reports"
+    result = pr_preview(repo, head, "--stacks", "dev", "--reports", str(reports))
+    assert result.code == 0, result.err
+    page = (reports / "dev.html").read_text()
+    assert page.lstrip().lower().startswith("<!doctype html") and "<svg" in page
+    fleet = result.section("dev").split("#### Fleet (head)")[1].split("#### Policies")[0]
+    assert "my-infer2" in page and "MPS" in page
+    assert "|" in fleet and "GPU" in fleet  # the per-pool table: GPUs used / free
+
+
+def test_reports_directory_that_holds_files_is_refused(repo, tmp_path):
+    (tmp_path / "mine.html").write_text("keep me")
+    result = subprocess.run([sys.executable, str(repo / SCRIPT), "--base", str(repo), "--head", str(repo),
+                             "--stacks", "dev", "--reports", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert f"pr-preview: --reports {tmp_path}: exists and is not an empty directory" in result.stderr
+    assert (tmp_path / "mine.html").read_text() == "keep me"

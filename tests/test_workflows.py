@@ -144,7 +144,7 @@ def test_pull_request_workflow_runs_the_preview_script_and_fails_on_its_exit_sta
     plan = next(s for s in job["steps"] if s.get("id") == "plan")
     (preview,) = [c for c in shell_commands(plan["run"]) if any(w.endswith("scripts/pr-preview") for w in c)]
     assert preview[:2] == ["head/.venv/bin/python", "head/scripts/pr-preview"]
-    assert preview[2:] == ["--base", "base", "--head", "head", "--out", "comment.md"]
+    assert preview[2:] == ["--base", "base", "--head", "head", "--out", "comment.md", "--reports", "reports"]
     assert plan["run"].startswith("set +e\n")  # the status is kept, not fatal before the comment is posted
     comment = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/github-script@"))
     assert "readFileSync('comment.md'" in comment["with"]["script"]
@@ -162,3 +162,11 @@ def test_reference_check_catches_commands_options_scripts_and_targets_that_do_no
     assert reference_problems("python scripts/pr-review --base b") == \
         ["scripts/pr-review: no such file scripts/pr-review in the repository"]
     assert reference_problems("make -C head setpu\nmake test") == ["make setpu: no such target in the Makefile"]
+
+
+def test_pull_request_workflow_uploads_the_fleet_maps_the_preview_draws():
+    job = yaml.safe_load((ROOT / ".github" / "workflows" / "pull-request.yaml").read_text())["jobs"]["plan-diff"]
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["path"] == "reports/*.html"
+    names = [s.get("name", "") for s in job["steps"]]
+    assert names.index(upload["name"]) < len(names) - 1  # before the step that fails the job

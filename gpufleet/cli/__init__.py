@@ -40,7 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "charts": ("gpufleet.cli.charts",
                "Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."),
     "validate": ("gpufleet.cli.validate",
-                 "Validate manifests strictly: unknown fields, unknown kinds and removed APIs are errors."),
+                 "Validate manifests strictly: the schemas (unknown fields, unknown kinds and removed APIs are "
+                 "errors)."),
     "report": ("gpufleet.cli.report",
                "Draw which pod lands on which node, GPU, MIG slice or share, what stays free and what pends."),
 }

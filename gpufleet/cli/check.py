@@ -76,7 +76,7 @@ def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
 
 
 def command(
-    manifests: Annotated[list[Path], typer.Argument(help="YAML files or directories (multi-document).")],
+    manifests: Annotated[list[Path], typer.Argument(metavar="MANIFEST", help="YAML files or directories (multi-document).")],
     nodes: Annotated[Path, typer.Option("--nodes", help="`kubectl get nodes -o json` output, or a capacity.json.")],
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (the contract in docs/capacity.md).")] = False,

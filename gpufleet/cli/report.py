@@ -53,7 +53,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert):
         return stack_report(stack, loaded.config)
     if nodes is None:
         raise InputError("give --stack NAME, or --nodes FILE [--pods FILE] MANIFEST...")
-    from gpufleet.cli.check import load_capacity
+    from gpufleet.capacity.files import load_capacity
     from gpufleet.scheduling import load_manifests
 
     cap = load_capacity(nodes, pods)
@@ -65,7 +65,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert):
 
 
 def command(
-    manifests: Annotated[Optional[list[Path]], typer.Argument(
+    manifests: Annotated[Optional[list[Path]], typer.Argument(metavar="MANIFEST",
         help="With --nodes: YAML files or directories of workloads (multi-document).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
     stack: Annotated[Optional[str], typer.Option("--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml.")] = None,

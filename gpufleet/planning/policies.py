@@ -22,9 +22,16 @@ def pack_dir_for(project_dir: Path) -> Path:
     local = project_dir / PACK_DIR_NAME
     if (local / "PulumiPolicy.yaml").is_file():
         return local
-    import policies
+    # Found, not imported: the planner starts the pack as a process and must not depend on its code.
+    import importlib.util
 
-    return Path(policies.__file__).parent
+    spec = importlib.util.find_spec(PACK_DIR_NAME)
+    if spec is None or not spec.submodule_search_locations:
+        from gpufleet.errors import InputError
+
+        raise InputError(f"no policy pack: {local} has no PulumiPolicy.yaml and no `{PACK_DIR_NAME}` package is "
+                         "installed; pass --no-policies or run in the gpufleet project directory")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def print_report(report: PolicyReport) -> None:

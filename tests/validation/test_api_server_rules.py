@@ -132,8 +132,8 @@ def test_name_format_depends_on_the_kind(kind, name, ok):
 @pytest.mark.parametrize("check, value, reasons", [
     (names.dns1123_label, "a.b", ["must not contain dots"]),
     (names.qualified_name, "example.com/", ["name part must be non-empty", "name part must consist of alphanumeric "
-     "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName' or "
-     "'my.name' or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
+     "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+     "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
     (names.label_value, "", []), (names.label_value, "a" * 64, ["must be no more than 63 characters"]),
     (names.config_key, "..x", ["must not start with '..'"]),
 ])
