@@ -11,6 +11,7 @@ from policies import (
     gpu_request_shape,
     gpu_taint_toleration,
     mig_geometry_valid,
+    model_fits_gpu,
     no_driver_hostpath,
     no_visible_devices_bypass,
     pinned_versions,
@@ -21,7 +22,7 @@ from policies import (
 
 PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
-           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths)
+           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

@@ -8,6 +8,9 @@ annotation `gpufleet.io/expected-gpu-memory-mib`) gets:
 - a time-sliced GPU: nothing reserved; everything sharing the GPUs must fit their memory together.
 On platform-managed sharing (Azure Stack Edge MPS: NVIDIA_VISIBLE_DEVICES pinned, no resource request)
 this budget is the only capacity check there is.
+
+A workload with a `model:` and no `memoryMiB` uses the model's computed need instead; a model that does not
+fit its GPU (share) is an error (`MemoryProblem.error`), with the fixes (gpufleet.capacity.model_fit).
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.model_fit import is_vllm, misfit_message
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import BatchJob, InferenceService
-from gpufleet.nvidia.mig_profiles import TABLES
+from gpufleet.nvidia.model_budget import (
+    mig_budget, mps_budget, profile_memory_mib, time_sliced_budget, whole_gpu_budget,
+)
+from gpufleet.nvidia.model_memory import need_per_gpu
 from gpufleet.nvidia.products import GpuProduct, find_product
 
 
@@ -30,22 +37,20 @@ class MemoryProblem:
     expected_mib: int
     available_mib: int
     message: str
+    error: bool = False
+    """A model that does not fit the GPU memory it gets (not a declared memoryMiB, which only warns)."""
 
     def to_json(self) -> dict:
-        return {"workload": self.workload, "expectedMiB": self.expected_mib, "availableMiB": self.available_mib,
-                "message": self.message}
+        out = {"workload": self.workload, "expectedMiB": self.expected_mib, "availableMiB": self.available_mib,
+               "message": self.message}
+        if self.error:
+            out["error"] = True
+        return out
 
 
 def mps_slice_mib(memory_mib: int, replicas: int) -> int:
     """set_default_device_pinned_mem_limit: total / replicas, in whole MiB."""
     return memory_mib // replicas
-
-
-def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
-    if product is None or product.mig_table is None:
-        return None
-    entry = TABLES[product.mig_table].profiles.get(profile)
-    return entry.memory_mib if entry else None
 
 
 def _pods(w) -> int:
@@ -67,7 +72,8 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
     shared_pools: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (pool, device) -> [(name, pods, mib)]
     for i, w in enumerate(cfg.workloads):
         gpu, pool = w.gpu, cfg.pool(w.node_pool)
-        if gpu is None or gpu.memory_mib is None or pool is None:
+        model = getattr(w, "model", None)
+        if gpu is None or (gpu.memory_mib is None and model is None) or pool is None:
             continue
         product = find_product(pool.gpu.product)
         if product is None:
@@ -75,6 +81,16 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
         name = f"workloads[{i}] '{w.name}'"
         sharing = cfg.sharing_of_pool(pool)
         expected = gpu.memory_mib
+        if expected is None:
+            problem, expected = _model_problem(name, w, product, sharing)
+            if problem is not None:
+                problems.append(problem)
+            if sharing is None or sharing.strategy != "mps":  # co-tenants of a time-sliced GPU: summed below
+                if gpu.visible_devices is not None:
+                    _pinned(name, expected, _pods(w), pool, product, sharing, gpu.visible_devices, shared_pools)
+                elif gpu.shared and sharing is not None:
+                    shared_pools.setdefault((pool.name, gpu.profile or "gpu"), []).append((name, _pods(w), expected))
+            continue
         if gpu.visible_devices is not None:
             problems += _pinned(name, expected, _pods(w), pool, product, sharing, gpu.visible_devices, shared_pools)
             continue
@@ -99,6 +115,30 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
                                      what if gpu.count == 1 else f"{gpu.count}x {what[2:]}"))
     problems += _time_sliced_totals(cfg, shared_pools)
     return problems
+
+
+def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryProblem | None, int]:
+    """(the misfit, or None; the need per pod in MiB) of a workload's model on one GPU of its share."""
+    gpu, shape, serving = w.gpu, w.model.shape(), w.model.serving()
+    need = need_per_gpu(shape, serving)
+    per_pod = need.mib * serving.tensor_parallel
+    mps = sharing is not None and sharing.strategy == "mps" and (gpu.shared or gpu.visible_devices is not None)
+    if gpu.profile is not None:
+        mem = profile_memory_mib(product, gpu.profile)
+        if mem is None:
+            return None, per_pod
+        budget = mig_budget(product, gpu.profile, mem)
+    elif mps:
+        budget = mps_budget(product, sharing.replicas)
+    elif sharing is not None and (gpu.shared or gpu.visible_devices is not None):
+        budget = time_sliced_budget(product)
+    else:
+        budget = whole_gpu_budget(product)
+    argv = [*(w.command or []), *(w.args or [])]
+    message = misfit_message(name, w.model.label, shape, serving, budget, product, is_vllm(w.image), argv)
+    if message is None:
+        return None, per_pod
+    return MemoryProblem(name, need.mib, budget.usable_mib, message, error=True), per_pod
 
 
 def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str, groups) -> list[MemoryProblem]:

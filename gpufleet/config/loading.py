@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpufleet.config._paths import NAMESPACE, config_error, yaml_path
+from gpufleet.config.model import memory_conflicts
 from gpufleet.config.rules import validate_references
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.yaml_file import config_key_path, read_stack_document
@@ -81,7 +82,9 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
                 secrets.add(short)
             else:
                 sections[short] = value
-    loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets), pulumi_config, secret_keys)
+    loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets, project_dir), pulumi_config,
+                         secret_keys)
+    loaded.warnings += [f"{path.name}: {m}" for m in memory_conflicts(loaded.config.workloads)]
     for key in loaded.config.secret_config_keys():
         if key not in secrets:
             loaded.warnings.append(
@@ -90,8 +93,12 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     return loaded
 
 
-def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset()) -> StackConfig:
-    """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError."""
+def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset(),
+                   project_dir: Path | None = None) -> StackConfig:
+    """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError.
+
+    Files the config names (a model's config.json) are read relative to `project_dir` (default: the
+    working directory, where Pulumi runs the program)."""
     issues: list[ConfigIssue] = []
     for key in sections:
         if key not in SECTION_KEYS and key not in secret_keys:
@@ -99,7 +106,7 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
                                       "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
     try:
-        cfg = StackConfig.model_validate(known, **SPELLING)
+        cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
         raise config_error(source, issues) from None

@@ -5,6 +5,7 @@ that must be secrets."""
 from __future__ import annotations
 
 from gpufleet.config._paths import yaml_path as _p
+from gpufleet.config.model import check_model
 from gpufleet.config.stack import SECTION_KEYS
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
 from gpufleet.errors import ConfigIssue
@@ -23,6 +24,8 @@ def default_port_name(port: int) -> str:
 def check_workload(i: int, w: InferenceService | Notebook | BatchJob) -> list[ConfigIssue]:
     issues = _check_image(i, w.image)
     issues += _check_env(i, w)
+    if w.model is not None:
+        issues += check_model(i, w)
     if isinstance(w, InferenceService):
         issues += _check_ports(i, w)
     if has_service(w):

@@ -11,6 +11,7 @@ from gpufleet.config.k8s_types import (
     AnnotationKey, Cidr, EnvName, ImageReference, LabelKey, LabelValue, Namespace, DnsLabel, PortName, SecretName,
     TaintKey, TaintValue,
 )
+from gpufleet.config.model import ModelSpec
 from gpufleet.k8s_names import INT32_MAX
 
 
@@ -122,6 +123,8 @@ class _Workload(Model):
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     gpu: GpuRequest | None = None
+    model: ModelSpec | None = None
+    """The model served (inference engines): its GPU memory need replaces gpu.memoryMiB (docs/model-memory.md)."""
     env: dict[EnvName, EnvValue] = Field(default_factory=dict)
     """Environment variables: a literal value, or `{secretConfigKey: <key>}` for a secret stack config key.
     Names that look like credentials (TOKEN, PASSWORD, SECRET, KEY, ...) must use secretConfigKey."""

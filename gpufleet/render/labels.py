@@ -6,6 +6,8 @@ PART_OF = "gpufleet"
 SHARING_CONFIGMAP = "gpufleet-device-plugin-config"
 MIG_CONFIGMAP = "gpufleet-mig-config"
 EXPECTED_GPU_MEMORY_ANNOTATION = "gpufleet.io/expected-gpu-memory-mib"
+#: JSON facts of a workload's model, from which `gpufleet check` recomputes its GPU memory need.
+MODEL_MEMORY_ANNOTATION = "gpufleet.io/model-memory"
 CONFIG_HASH_ANNOTATION = "gpufleet.io/config-hash"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workload_rules import default_port_name
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Probe, ServiceExposure
+from gpufleet.nvidia.model_memory import need_per_gpu, to_annotation
 from gpufleet.nvidia.sharing import workload_resource
-from gpufleet.render.labels import EXPECTED_GPU_MEMORY_ANNOTATION, selector_labels, standard_labels
+from gpufleet.render.labels import (
+    EXPECTED_GPU_MEMORY_ANNOTATION, MODEL_MEMORY_ANNOTATION, selector_labels, standard_labels,
+)
 
 COMPONENT = {"inference": "inference", "notebook": "notebook", "job": "batch"}
 
@@ -94,12 +98,24 @@ def _placement(cfg: StackConfig, w) -> dict[str, Any]:
 
 def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[str, Any], **spec_extra) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": labels}
+    annotations = _model_annotations(w) if w.gpu is not None and w.model is not None else {}
     if w.gpu is not None and w.gpu.memory_mib is not None:
-        meta["annotations"] = {EXPECTED_GPU_MEMORY_ANNOTATION: str(w.gpu.memory_mib)}
+        annotations[EXPECTED_GPU_MEMORY_ANNOTATION] = str(w.gpu.memory_mib)
+    if annotations:
+        meta["annotations"] = annotations
     spec: dict[str, Any] = {**spec_extra, **_placement(cfg, w), "containers": [container]}
     if w.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": n} for n in w.image_pull_secrets]
     return {"metadata": meta, "spec": spec}
+
+
+def _model_annotations(w) -> dict[str, str]:
+    """The model's need per pod (MiB: per GPU x tensorParallel) and the facts to recompute it on any node."""
+    shape, serving = w.model.shape(), w.model.serving()
+    vllm = "vllm" in w.image.lower()
+    facts = json.dumps(to_annotation(w.model.label, shape, serving, vllm), sort_keys=True, separators=(",", ":"))
+    need = need_per_gpu(shape, serving).mib * serving.tensor_parallel
+    return {EXPECTED_GPU_MEMORY_ANNOTATION: str(need), MODEL_MEMORY_ANNOTATION: facts}
 
 
 def _service(w, labels: dict[str, str], ports: list[dict[str, Any]], svc: ServiceExposure) -> dict[str, Any]:

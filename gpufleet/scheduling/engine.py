@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.model_fit import check_manifest_model, container_argv
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms, static_failure
@@ -112,7 +113,8 @@ def _check_one(w: PodWorkload, node_list, base, packed, spread, planned, result,
                    f"default scheduler spreads pods (its scoring ignores GPUs) and may leave them Pending: {text}"))
     if best:
         planned.append(_Planned(eligible, req, best))
-    result.memory += _memory(w, node_list, requests, placements, result)
+    if not _model_memory(w, [node_list[i] for i in eligible], requests, result):
+        result.memory += _memory(w, node_list, requests, placements, result)
 
 
 def _pending_message(state: ClusterState, node_list, static, req) -> str:
@@ -123,6 +125,18 @@ def _pending_message(state: ClusterState, node_list, static, req) -> str:
         else:
             reasons += fit_failures(state.free[i], state.pods_free[i], req[i])
     return failed_scheduling(reasons, len(node_list))
+
+
+def _model_memory(w: PodWorkload, eligible_nodes, requests, result: CheckResult) -> bool:
+    """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
+    verdict = check_manifest_model(w.key, w.annotations, eligible_nodes, requests, container_argv(w.spec))
+    if verdict is None:
+        return False
+    result.warnings += [Warning(w.key, m) for m in verdict.warnings]
+    if verdict.error is not None:
+        result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, verdict.error))
+        result.memory.append(MemoryProblem(w.key, verdict.need_mib, verdict.budget_mib, verdict.error, error=True))
+    return not verdict.overridden
 
 
 def _memory(w: PodWorkload, node_list, requests, placements, result: CheckResult) -> list[MemoryProblem]:

@@ -10,10 +10,11 @@ from gpufleet.capacity.memory_budget import MemoryProblem
 
 @dataclass(frozen=True)
 class Unschedulable:
-    """A workload that provably will not run: rejected by the API server, or pods left Pending."""
+    """A workload that provably will not run: rejected by the API server, pods left Pending, or (`memory`)
+    a model that does not fit the GPU memory of any node it may land on."""
 
     workload: str
-    reason: Literal["rejected", "pending"]
+    reason: Literal["rejected", "pending", "memory"]
     pending: int
     message: str
 

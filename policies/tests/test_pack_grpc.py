@@ -10,6 +10,7 @@ import pytest
 from gpufleet.config.loading import load_stack
 from gpufleet.planning.engine import Plan, PlannedResource, run_program
 from gpufleet.planning.policy_client import UNKNOWN_WIRE, PolicyPackError, PolicyPackProcess, analyze_plan
+from policies import ALL_POLICIES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "policies"
@@ -21,7 +22,7 @@ def _plan(stack: str) -> Plan:
 
 def test_pack_reports_greed_capacity_violation_as_mandatory_over_grpc():
     report = analyze_plan(_plan("greed"), PACK, ROOT)
-    assert len(report.policies) == 10
+    assert report.policies == [p.name for p in ALL_POLICIES]
     [v] = report.violations
     assert (v.policy, v.level) == ("gpu-capacity-fit", "mandatory")
     assert "requests 101 nvidia.com/gpu" in v.message and "Insufficient nvidia.com/gpu" in v.message

@@ -12,7 +12,7 @@ from gpufleet.config.loading import load_stack
 from gpufleet.errors import ConfigError, InputError
 from tests.conftest import ROOT
 
-SHIPPED = ["dev", "mig", "k3s", "multi", "aks", "greed"]
+SHIPPED = ["dev", "mig", "k3s", "multi", "aks", "greed", "llm"]
 
 
 @pytest.fixture

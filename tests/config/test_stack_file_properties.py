@@ -18,7 +18,7 @@ from gpufleet.config.loading import load_stack
 from gpufleet.errors import GpufleetError
 from tests.conftest import ROOT
 
-STACKS = ["dev", "mig", "k3s", "multi", "aks", "greed"]
+STACKS = ["dev", "mig", "k3s", "multi", "aks", "greed", "llm"]
 DOCS = {s: yaml.safe_load((ROOT / f"Pulumi.{s}.yaml").read_text()) for s in STACKS}
 
 WEIRD_STRINGS = st.sampled_from([
