@@ -37,8 +37,11 @@ def _gpu_shapes(gpus: tuple[GpuView, ...], workloads: list[WorkloadView]) -> lis
             u = uv.unit
             who = workloads[uv.workload].key if uv.workload is not None else "free"
             memory = f", {u.memory_mib} MiB" if u.memory_mib is not None else ""
-            units.append({"x": round(x0 + u.x * gpu_w + 1, 2), "y": round(LABEL_H + (1 - u.y - u.height) * GPU_H + 1, 2),
-                          "w": round(max(u.width * gpu_w - 2, 1), 2), "h": round(max(u.height * GPU_H - 2, 1), 2),
+            # A MIG instance owns its memory slices outright, so it fills the box's height over them: what is
+            # left empty is really free. Its compute slices are in its name (the `3` of 3g.40gb) and title.
+            y, h = (0.0, 1.0) if u.mig_profile else (u.y, u.height)
+            units.append({"x": round(x0 + u.x * gpu_w + 1, 2), "y": round(LABEL_H + (1 - y - h) * GPU_H + 1, 2),
+                          "w": round(max(u.width * gpu_w - 2, 1), 2), "h": round(max(h * GPU_H - 2, 1), 2),
                           "cls": f"w{uv.workload}" if uv.workload is not None else "free", "kind": u.kind,
                           "title": f"GPU {g}: {u.label}{memory}: {who}"})
         out.append({"x": x0, "w": gpu_w, "index": g, "label": f"GPU {g}{_layout(gpu)}", "units": units,

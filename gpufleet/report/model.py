@@ -126,7 +126,7 @@ class FleetReport:
 
     @property
     def not_running(self) -> list[WorkloadView]:
-        return [w for w in self.workloads if w.verdict in ("pending", "partly", "rejected")]
+        return [w for w in self.workloads if w.verdict in ("pending", "partly", "rejected", "memory")]
 
     def pending_in(self, pool: str) -> list[WorkloadView]:
         """Workloads with pods left pending that only lack capacity here (the pool's nodes pass their filters)."""

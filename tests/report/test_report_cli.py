@@ -122,3 +122,25 @@ def test_summary_counts_mig_slices_per_pool():
     summary = summary_markdown(stack_report("mig", load_stack("mig", ROOT).config))
     assert "| a100 | 1 | 1 | 0 | 2 | 5 | 0 | 0 | none |" in summary
     assert "Every workload is placed." in summary
+
+
+def test_model_that_does_not_fit_its_mig_slice_is_listed_as_not_running_with_its_need():
+    report = stack_report("llm", load_stack("llm", ROOT).config)
+    out = {w.key: w for w in report.not_running}
+    assert list(out) == ["Deployment/llm/llama-long"]
+    long = out["Deployment/llm/llama-long"]
+    assert long.verdict == "memory" and long.expected_mib > long.budget_mib
+    page = render_html(report)
+    section = page.split('id="not-running"')[1].split("</section>")[0]
+    assert "llama-long" in section and "llama-chat" not in section
+    assert "1 workload(s) will not run" in summary_markdown(report)
+
+
+def test_mig_instances_fill_the_height_of_the_memory_slices_they_own():
+    page = render_html(stack_report("mig", load_stack("mig", ROOT).config))
+    heights = {float(h) for h in re.findall(r'<rect class="unit [^"]*" x="[^"]*" y="[^"]*" width="[^"]*" '
+                                            r'height="([^"]*)"', page)}
+    from gpufleet.report.html import GPU_H
+
+    # all seven 1g.5gb instances fill the box's height (less the 1 px border each side): empty width is free memory
+    assert heights == {GPU_H - 2}
