@@ -13,13 +13,15 @@ this budget is the only capacity check there is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
-from gpufleet.config.node_pools import NodePool
-from gpufleet.config.stack import StackConfig
-from gpufleet.config.workloads import BatchJob, InferenceService
 from gpufleet.nvidia.mig_profiles import TABLES
 from gpufleet.nvidia.products import GpuProduct, find_product
+
+if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
+    from gpufleet.config.node_pools import NodePool
+    from gpufleet.config.stack import StackConfig
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
 
 
 def _pods(w) -> int:
+    from gpufleet.config.workloads import BatchJob, InferenceService
+
     if isinstance(w, InferenceService):
         return w.replicas
     if isinstance(w, BatchJob):
@@ -61,7 +65,7 @@ def _problem(name: str, expected: int, available: int, what: str) -> MemoryProbl
                          f"{name} expects {expected} MiB of GPU memory; {what} gives it {available} MiB")
 
 
-def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
+def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
     """Every stack workload whose declared GPU memory exceeds what its node pool will give it."""
     problems: list[MemoryProblem] = []
     shared_pools: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (pool, device) -> [(name, pods, mib)]
@@ -101,7 +105,7 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
     return problems
 
 
-def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str, groups) -> list[MemoryProblem]:
+def _pinned(name, expected, pods, pool: "NodePool", product, sharing, visible: str, groups) -> list[MemoryProblem]:
     """Platform-managed: the workload pins devices by index; an MPS platform slices each one."""
     devices = [d.strip() for d in visible.split(",") if d.strip()] or ["0"]
     if sharing is not None and sharing.strategy == "mps":
@@ -115,7 +119,7 @@ def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str
     return []
 
 
-def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
+def _time_sliced_totals(cfg: "StackConfig", groups) -> list[MemoryProblem]:
     problems = []
     for (pool_name, device), users in groups.items():
         pool = cfg.pool(pool_name)
