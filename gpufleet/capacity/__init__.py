@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from importlib import import_module
 
+# Eager: this name is also a submodule's, which an import of the submodule would otherwise leave here.
+from gpufleet.capacity.memory_budget import memory_budget
+
 _WHERE = {
     "bound_pods": "kubectl", "capacity_from_cluster": "kubectl", "capacity_from_objects": "kubectl",
     "node_from_object": "kubectl", "MemoryProblem": "memory_budget", "memory_budget": "memory_budget",
