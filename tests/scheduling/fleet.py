@@ -3,7 +3,7 @@
 `fleet(nodes, deployments)` builds Node objects in a mix of GPU products (H100, A100, L40S, T4 and CPU-only
 pools, some tainted for training, a few cordoned), the pods already running there (DaemonSet pods on every
 node, GPU pods on some, finished Job pods) and Deployments of 10 replicas asking for 1-8 GPUs with node
-selectors, required node affinity and tolerations. GPU demand is about three times supply, so later
+selectors, required node affinity and tolerations. GPU demand is about four times supply, so later
 Deployments of every product pend.
 """
 
@@ -21,8 +21,8 @@ POOLS = {
     "h100": (0.40, "NVIDIA-H100-80GB-HBM3", 8, "191500m", "1920Gi", None),
     "a100": (0.20, "NVIDIA-A100-SXM4-80GB", 8, "127500m", "960Gi", None),
     "train": (0.10, "NVIDIA-H100-80GB-HBM3", 8, "191500m", "1920Gi", ("dedicated", "training", "NoSchedule")),
-    "l40s": (0.15, "NVIDIA-L40S", 4, "63500m", "480Gi", None),
-    "t4": (0.05, "Tesla-T4", 1, "15500m", "60Gi", None),
+    "l40s": (0.15, "NVIDIA-L40S", 8, "127500m", "960Gi", None),
+    "t4": (0.05, "Tesla-T4", 4, "47500m", "180Gi", None),
     "system": (0.10, None, 0, "31500m", "120Gi", None),
 }
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -133,22 +133,23 @@ def pods(nodes: list[dict]) -> list[dict]:
     return out
 
 
-#: (products the workload runs on, GPUs per pod, cpu, memory, needs the training taint)
+#: (products the workload runs on, GPUs per pod, cpu, memory, needs the training taint): 1.4 GPUs a pod
 SHAPES = [
     (["NVIDIA-H100-80GB-HBM3"], 1, "8", "96Gi", False),
     (["NVIDIA-H100-80GB-HBM3"], 2, "16", "192Gi", False),
-    (["NVIDIA-H100-80GB-HBM3"], 8, "96", "960Gi", True),
+    (["NVIDIA-H100-80GB-HBM3"], 4, "48", "480Gi", True),
     (["NVIDIA-A100-SXM4-80GB"], 1, "6", "64Gi", False),
-    (["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"], 4, "24", "256Gi", False),
+    (["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"], 1, "4", "32Gi", False),
     (["NVIDIA-L40S"], 1, "4", "48Gi", False),
     (["NVIDIA-L40S"], 2, "8", "96Gi", False),
     (["Tesla-T4"], 1, "2", "8Gi", False),
     ([], 0, "2", "4Gi", False),
+    (["NVIDIA-H100-80GB-HBM3"], 1, "12", "128Gi", False),
 ]
 
 
 def deployment(i: int, replicas: int = 10) -> dict:
-    products, gpus, cpu, memory, train = SHAPES[(i * 7 + i // 9) % len(SHAPES)]
+    products, gpus, cpu, memory, train = SHAPES[(i * 7 + i // 10) % len(SHAPES)]
     name = f"svc-{i:05d}"
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": f"team-{i % 25}"}
     main = _container("server", f"nvcr.io/nvidia/tritonserver:25.0{i % 3 + 1}-py3", cpu, memory, gpus)
