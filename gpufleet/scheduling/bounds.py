@@ -28,16 +28,18 @@ _UNBOUNDED = float("inf")
 class Kind:
     """Pods with one request on a set of node classes (`requests[c]` is the request as class c checks it)."""
 
-    __slots__ = ("key", "eligible", "requests")
+    __slots__ = ("key", "eligible", "requests", "_least")
 
     def __init__(self, key: Hashable, requests: dict[int, Request]):
         self.key, self.requests, self.eligible = key, requests, frozenset(requests)
+        self._least: dict[str, int] = {}
 
     def per_pod(self, r: str) -> int:
         """The least amount of r one pod uses on any of its classes (1 for pod slots)."""
-        if r == PODS:
-            return 1
-        return min(req.get(r, 0) for req in self.requests.values())
+        found = self._least.get(r)
+        if found is None:
+            found = self._least[r] = 1 if r == PODS else min(req.get(r, 0) for req in self.requests.values())
+        return found
 
 
 @lru_cache(maxsize=4096)
@@ -67,14 +69,25 @@ class CutBound:
         self.demand: dict[Hashable, int] = {}
         self._alone: dict[Hashable, int] = {}
         self._offer: dict[tuple, float] = {}
+        self._proofs: dict[tuple, tuple[int, bool]] = {}
+        self.version = 0
 
     def add(self, kind: Kind, pods: int) -> None:
         """Pods of a kind that earlier workloads placed."""
         self.kinds.setdefault(kind.key, kind)
         self.demand[kind.key] = self.demand.get(kind.key, 0) + pods
+        self.version += 1
 
     def proves_pending(self, kind: Kind, wanted: int) -> bool:
         """True when the placed pods and `wanted` more of `kind` provably cannot all be placed at once."""
+        found = self._proofs.get((kind.key, wanted))
+        if found is not None and found[0] == self.version:
+            return found[1]
+        proven = self._proves(kind, wanted)
+        self._proofs[(kind.key, wanted)] = (self.version, proven)
+        return proven
+
+    def _proves(self, kind: Kind, wanted: int) -> bool:
         demand = dict(self.demand)
         demand[kind.key] = demand.get(kind.key, 0) + wanted
         kinds = {**self.kinds, kind.key: self.kinds.get(kind.key, kind)}

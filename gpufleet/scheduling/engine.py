@@ -15,6 +15,7 @@ what its distinct node shapes and the pods placed cost, not nodes x workloads.
 
 from __future__ import annotations
 
+import gc
 from typing import Iterable, Sequence
 
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
@@ -52,16 +53,22 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     are BoundPods or Pod objects (terminal and unbound ones are ignored). Numbers may be ints, floats or
     quantity strings.
     """
-    node_list = _nodes(nodes)
-    workloads = workloads_of(manifests)
-    check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
-    for w in workloads:
-        check.result.checked.append(w.key)
-        try:
-            check.one(w)
-        except GpufleetError as e:
-            raise InputError(f"{w.key}: {e}") from e
-    return check.result
+    collecting = gc.isenabled()
+    gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
+    try:
+        node_list = _nodes(nodes)
+        workloads = workloads_of(manifests)
+        check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
+        for w in workloads:
+            check.result.checked.append(w.key)
+            try:
+                check.one(w)
+            except GpufleetError as e:
+                raise InputError(f"{w.key}: {e}") from e
+        return check.result
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Check:
