@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
-from gpufleet.nvidia.mig_profiles import TABLES
-from gpufleet.nvidia.products import GpuProduct, find_product
 
 if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
     from gpufleet.config.node_pools import NodePool
     from gpufleet.config.stack import StackConfig
+    from gpufleet.nvidia.products import GpuProduct
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,9 @@ def mps_slice_mib(memory_mib: int, replicas: int) -> int:
     return memory_mib // replicas
 
 
-def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
+def profile_memory_mib(product: "GpuProduct | None", profile: str) -> int | None:
+    from gpufleet.nvidia.mig_profiles import TABLES
+
     if product is None or product.mig_table is None:
         return None
     entry = TABLES[product.mig_table].profiles.get(profile)
@@ -67,6 +68,8 @@ def _problem(name: str, expected: int, available: int, what: str) -> MemoryProbl
 
 def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
     """Every stack workload whose declared GPU memory exceeds what its node pool will give it."""
+    from gpufleet.nvidia.products import find_product
+
     problems: list[MemoryProblem] = []
     shared_pools: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (pool, device) -> [(name, pods, mib)]
     for i, w in enumerate(cfg.workloads):
@@ -120,6 +123,8 @@ def _pinned(name, expected, pods, pool: "NodePool", product, sharing, visible: s
 
 
 def _time_sliced_totals(cfg: "StackConfig", groups) -> list[MemoryProblem]:
+    from gpufleet.nvidia.products import find_product
+
     problems = []
     for (pool_name, device), users in groups.items():
         pool = cfg.pool(pool_name)
@@ -148,6 +153,8 @@ def node_gpu_memory(node: Node, requests: dict[str, int]) -> tuple[int, str, str
 
     Sharing is `whole`, `mps` (budget per pod) or `time-slicing` (budget per device, shared by all pods).
     """
+    from gpufleet.nvidia.products import find_product
+
     gpu_requests = {r: n for r, n in requests.items() if r.startswith("nvidia.com/") and n > 0}
     if not gpu_requests:
         return None

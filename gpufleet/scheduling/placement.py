@@ -13,7 +13,6 @@ from typing import Sequence
 
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import PODS
-from gpufleet.scheduling.filters import fit_count
 
 SEARCH_MAX_PODS = 64
 SEARCH_MAX_NODES = 32
@@ -21,12 +20,10 @@ SEARCH_BUDGET = 200_000
 
 
 class ClusterState:
-    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = (), *, _copy: "ClusterState | None" = None):
+    """Per node: allocatable minus the requests of the pods bound to it, and free pod slots (None: unknown)."""
+
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = ()):
         self.nodes = list(nodes)
-        if _copy is not None:
-            self.free = [dict(f) for f in _copy.free]
-            self.pods_free = list(_copy.pods_free)
-            return
         self.free = [dict(n.allocatable) for n in self.nodes]
         self.pods_free: list[int | None] = [None if PODS in n.unknown else n.allocatable.get(PODS, 0) for n in self.nodes]
         index = {n.name: i for i, n in enumerate(self.nodes)}
@@ -40,19 +37,6 @@ class ClusterState:
                     free[r] = free.get(r, 0) - v
             if self.pods_free[i] is not None:
                 self.pods_free[i] -= 1
-
-    def copy(self) -> "ClusterState":
-        return ClusterState(self.nodes, _copy=self)
-
-    def count(self, i: int, request: dict[str, int], cap: int) -> int:
-        return fit_count(self.free[i], self.pods_free[i], request, cap)
-
-    def take(self, i: int, request: dict[str, int], n: int) -> None:
-        free = self.free[i]
-        for r, v in request.items():
-            free[r] = free.get(r, 0) - v * n
-        if self.pods_free[i] is not None:
-            self.pods_free[i] -= n
 
 
 class _OutOfBudget(Exception):
