@@ -208,3 +208,12 @@ def fleet(nodes: int, deployments: int, seed: int = 7) -> Fleet:
     order = list(range(deployments))
     random.Random(seed).shuffle(order)
     return Fleet(node_objs, pods(node_objs), [deployment(i) for i in order])
+
+
+def write(nodes: int, deployments: int, directory: Path) -> dict:
+    """Write a fleet's files; what they hold, for a report (paths, counts, GPU supply and demand)."""
+    f = fleet(nodes, deployments)
+    paths = f.write(directory)
+    return {"paths": [str(p) for p in paths], "nodes": len(f.nodes), "running": len(f.pods),
+            "deployments": len(f.deployments), "to_place": sum(d["spec"]["replicas"] for d in f.deployments),
+            "supply": f.gpu_supply, "demand": f.gpu_demand}
