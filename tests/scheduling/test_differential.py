@@ -101,7 +101,7 @@ def clusters(draw):
     return node_list, running, draw(workloads()), draw(st.booleans())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_fleet_engine_matches_the_reference_engine_on_small_clusters(cluster):
     node_list, running, manifests, ert = cluster
@@ -125,7 +125,7 @@ def packing_clusters(draw):
     return node_list, [], manifests, False
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(packing_clusters())
 def test_fleet_engine_matches_the_reference_engine_where_placement_decides(cluster):
     node_list, running, manifests, ert = cluster
