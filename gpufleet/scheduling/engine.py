@@ -85,6 +85,7 @@ class _Check:
         self.result = CheckResult()
         self._requests: dict[tuple, dict[int, Request]] = {}
         self._alone: dict[tuple, int] = {}
+        self._kinds: dict[tuple, Kind] = {}
         self._messages: dict[tuple, tuple[list[int], str]] = {}
 
     def one(self, w: PodWorkload) -> None:
@@ -114,7 +115,9 @@ class _Check:
         n_packed = sum(n for _, n in placements)
         n_spread = self.spread.spread(reqs, wanted)
         best = max(n_packed, n_spread)
-        kind = Kind(key, reqs)
+        kind = self._kinds.get(key)
+        if kind is None:
+            kind = self._kinds[key] = Kind(key, reqs)
         if best < wanted:
             proven = alone < wanted or self._proven(kind, wanted)
             text = self._message(self.packed, "packed", key, static, reqs)
