@@ -3,7 +3,7 @@
 For the `dev` stack and a generated stack of 500 GPU nodes and 1,000 inference services it times
 `gpufleet plan` (config validation + rendering + the real program under the mock engine) and the bare
 SDK registering the very same resources with the same inputs under the same mocks, and prints the
-ratio. Target: gpufleet adds at most 30% over the SDK floor (ratio <= 1.30).
+ratio, then the peak memory of the process. Target: gpufleet adds at most 30% over the SDK floor (ratio <= 1.30).
 
 Usage: .venv/bin/python bench/plan_bench.py [--repeat N]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import time
@@ -102,6 +103,8 @@ def main() -> None:
     bench("dev stack", lambda: load_stack("dev", ROOT), args.repeat)
     g, f, _ = bench("500 nodes, 1,000 services", generated_stack, max(1, args.repeat - 1))
     print(f"target: ratio <= 1.30 on the large stack -> {'MET' if g / f <= 1.30 else 'NOT MET'}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory (max resident set of this process, both runs): {peak:.0f} MiB")
 
 
 if __name__ == "__main__":

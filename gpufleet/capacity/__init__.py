@@ -1,12 +1,30 @@
-"""One capacity model from three sources: the Kubernetes API (or kubectl JSON), NVML, and the stack config."""
+"""One capacity model from three sources: the Kubernetes API (or kubectl JSON), NVML, and the stack config.
 
-from gpufleet.capacity.kubectl import bound_pods, capacity_from_cluster, capacity_from_objects, node_from_object
-from gpufleet.capacity.memory_budget import MemoryProblem, memory_budget, node_gpu_memory
-from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint
-from gpufleet.capacity.nvml import capacity_from_nvml
-from gpufleet.capacity.requests import pod_requests
-from gpufleet.capacity.stack import capacity_from_stack, planned_resources, stack_capacity
+Names load on first use (PEP 562), so `gpufleet check` reads quantities and nodes without importing the
+stack configuration models (pydantic) that only the stack source needs.
+"""
 
-__all__ = ["BoundPod", "Capacity", "Node", "Taint", "MemoryProblem", "bound_pods", "capacity_from_cluster",
-           "capacity_from_objects", "capacity_from_nvml", "capacity_from_stack", "memory_budget", "node_from_object",
-           "node_gpu_memory", "planned_resources", "pod_requests", "stack_capacity"]
+from __future__ import annotations
+
+from importlib import import_module
+
+# Eager: this name is also a submodule's, which an import of the submodule would otherwise leave here.
+from gpufleet.capacity.memory_budget import memory_budget
+
+_WHERE = {
+    "bound_pods": "kubectl", "capacity_from_cluster": "kubectl", "capacity_from_objects": "kubectl",
+    "node_from_object": "kubectl", "MemoryProblem": "memory_budget", "memory_budget": "memory_budget",
+    "node_gpu_memory": "memory_budget", "BoundPod": "model", "Capacity": "model", "Node": "model", "Taint": "model",
+    "capacity_from_nvml": "nvml", "pod_requests": "requests", "capacity_from_stack": "stack",
+    "planned_resources": "stack", "stack_capacity": "stack",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

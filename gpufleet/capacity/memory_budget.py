@@ -16,17 +16,14 @@ fit its GPU (share) is an error (`MemoryProblem.error`), with the fixes (gpuflee
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
-from gpufleet.capacity.model_fit import is_vllm, misfit_message
-from gpufleet.config.node_pools import NodePool
-from gpufleet.config.stack import StackConfig
-from gpufleet.config.workloads import BatchJob, InferenceService
-from gpufleet.nvidia.model_budget import (
-    mig_budget, mps_budget, profile_memory_mib, time_sliced_budget, whole_gpu_budget,
-)
-from gpufleet.nvidia.model_memory import need_per_gpu
-from gpufleet.nvidia.products import GpuProduct, find_product
+
+if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
+    from gpufleet.config.node_pools import NodePool
+    from gpufleet.config.stack import StackConfig
+    from gpufleet.nvidia.products import GpuProduct
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,15 @@ def mps_slice_mib(memory_mib: int, replicas: int) -> int:
     return memory_mib // replicas
 
 
+def profile_memory_mib(product: "GpuProduct | None", profile: str) -> int | None:
+    from gpufleet.nvidia.model_budget import profile_memory_mib as from_table
+
+    return from_table(product, profile)
+
+
 def _pods(w) -> int:
+    from gpufleet.config.workloads import BatchJob, InferenceService
+
     if isinstance(w, InferenceService):
         return w.replicas
     if isinstance(w, BatchJob):
@@ -66,8 +71,10 @@ def _problem(name: str, expected: int, available: int, what: str) -> MemoryProbl
                          f"{name} expects {expected} MiB of GPU memory; {what} gives it {available} MiB")
 
 
-def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
+def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
     """Every stack workload whose declared GPU memory exceeds what its node pool will give it."""
+    from gpufleet.nvidia.products import find_product
+
     problems: list[MemoryProblem] = []
     shared_pools: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (pool, device) -> [(name, pods, mib)]
     for i, w in enumerate(cfg.workloads):
@@ -117,8 +124,12 @@ def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
     return problems
 
 
-def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryProblem | None, int]:
+def _model_problem(name: str, w, product: "GpuProduct", sharing) -> tuple[MemoryProblem | None, int]:
     """(the misfit, or None; the need per pod in MiB) of a workload's model on one GPU of its share."""
+    from gpufleet.capacity.model_fit import is_vllm, misfit_message
+    from gpufleet.nvidia.model_budget import mig_budget, mps_budget, time_sliced_budget, whole_gpu_budget
+    from gpufleet.nvidia.model_memory import need_per_gpu
+
     gpu, shape, serving = w.gpu, w.model.shape(), w.model.serving()
     need = need_per_gpu(shape, serving)
     per_pod = need.mib * serving.tensor_parallel
@@ -141,7 +152,7 @@ def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[MemoryPr
     return MemoryProblem(name, need.mib, budget.usable_mib, message, error=True), per_pod
 
 
-def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str, groups) -> list[MemoryProblem]:
+def _pinned(name, expected, pods, pool: "NodePool", product, sharing, visible: str, groups) -> list[MemoryProblem]:
     """Platform-managed: the workload pins devices by index; an MPS platform slices each one."""
     devices = [d.strip() for d in visible.split(",") if d.strip()] or ["0"]
     if sharing is not None and sharing.strategy == "mps":
@@ -155,7 +166,9 @@ def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str
     return []
 
 
-def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
+def _time_sliced_totals(cfg: "StackConfig", groups) -> list[MemoryProblem]:
+    from gpufleet.nvidia.products import find_product
+
     problems = []
     for (pool_name, device), users in groups.items():
         pool = cfg.pool(pool_name)
@@ -184,6 +197,8 @@ def node_gpu_memory(node: Node, requests: dict[str, int]) -> tuple[int, str, str
 
     Sharing is `whole`, `mps` (budget per pod) or `time-slicing` (budget per device, shared by all pods).
     """
+    from gpufleet.nvidia.products import find_product
+
     gpu_requests = {r: n for r, n in requests.items() if r.startswith("nvidia.com/") and n > 0}
     if not gpu_requests:
         return None

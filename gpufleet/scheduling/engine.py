@@ -1,25 +1,35 @@
 """`check_workloads`: will every workload run, and if not, why, in the scheduler's own words.
 
 Per workload, in input order: API validation (rejected) -> effective pod request -> static filters per
-node -> NodeResourcesFit against free capacity. Earlier workloads consume capacity. Verdicts follow
-scheduling-rules.md 4.2: an error only when pods pend under every placement (the workload alone does not
-fit, or an exact search over the workloads so far finds no placement); a warning when the outcome
-depends on how earlier workloads were placed.
+node class -> NodeResourcesFit against free capacity. Earlier workloads consume capacity, simulated twice:
+packed (tightest nodes first) and spread (the default scheduler's LeastAllocated, which ignores GPUs).
+Verdicts follow scheduling-rules.md 4.2:
+- Pending (an error) only when pods pend under every placement: the workload alone does not fit, or the
+  workloads placed so far plus this one provably cannot all be placed: by an exact search on small
+  inputs (at most 64 pods and 32 nodes), and by cut bounds over node classes at any scale
+  (gpufleet.scheduling.bounds). The FailedScheduling text is the one for the packed simulation.
+- A warning when the outcome depends on how earlier workloads were placed.
+Nodes are grouped into classes and buckets (gpufleet.scheduling.classes, .buckets), so a fleet costs
+what its distinct node shapes and the pods placed cost, not nodes x workloads.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import gc
+from typing import Iterable, Sequence
 
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
-from gpufleet.capacity.model_fit import check_manifest_model, container_argv
+from gpufleet.capacity.model_fit import MODEL_ANNOTATION, check_manifest_model, container_argv
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms, static_failure
+from gpufleet.scheduling.bounds import CutBound, Kind
+from gpufleet.scheduling.buckets import FreeState, Request
+from gpufleet.scheduling.classes import NodeClasses
+from gpufleet.scheduling.filters import checked_request, failed_scheduling, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, workloads_of
-from gpufleet.scheduling.placement import ClusterState, can_place_all, capacity_for, place
+from gpufleet.scheduling.placement import ClusterState, SmallSearch
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
 
@@ -36,13 +46,6 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
     return [p for p in items if isinstance(p, BoundPod)] + bound_pods(objects)
 
 
-class _Planned:
-    """One workload that was (at least partly) placed: what the exact search needs to replay it."""
-
-    def __init__(self, eligible, requests, wanted):
-        self.eligible, self.requests, self.wanted = eligible, requests, wanted
-
-
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
                     *, extended_resource_toleration: bool = False) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
@@ -51,92 +54,139 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     are BoundPods or Pod objects (terminal and unbound ones are ignored). Numbers may be ints, floats or
     quantity strings.
     """
-    node_list = _nodes(nodes)
-    base = ClusterState(node_list, _pods(running_pods))
-    packed, spread = base.copy(), base.copy()
-    result = CheckResult()
-    planned: list[_Planned] = []
-    for w in workloads_of(manifests):
-        result.checked.append(w.key)
-        try:
-            _check_one(w, node_list, base, packed, spread, planned, result, extended_resource_toleration)
-        except GpufleetError as e:
-            raise InputError(f"{w.key}: {e}") from e
-    return result
+    collecting = gc.isenabled()
+    gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
+    try:
+        node_list = _nodes(nodes)
+        workloads = workloads_of(manifests)
+        check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
+        for w in workloads:
+            check.result.checked.append(w.key)
+            try:
+                check.one(w)
+            except GpufleetError as e:
+                raise InputError(f"{w.key}: {e}") from e
+        return check.result
+    finally:
+        if collecting:
+            gc.enable()
 
 
-def _check_one(w: PodWorkload, node_list, base, packed, spread, planned, result, ert: bool) -> None:
-    message = rejection(w)
-    if message is not None:
-        result.unschedulable.append(Unschedulable(w.key, "rejected", w.replicas, message))
-        return
-    if w.replicas <= 0:
-        return
-    scheduler = w.spec.get("schedulerName") or DEFAULT_SCHEDULER
-    if scheduler != DEFAULT_SCHEDULER:
-        result.warnings.append(Warning(w.key, f"scheduled by '{scheduler}', whose rules gpufleet does not model; "
-                                              "not checked"))
-        return
-    requests = pod_requests(w.spec)
-    terms = pod_terms(w.spec, requests, ert)
-    static = [static_failure(n, terms) for n in node_list]
-    eligible = [i for i, s in enumerate(static) if s is None]
-    per_unknown: dict[frozenset, dict[str, int]] = {}
-    req = {}
-    for i in eligible:
-        unknown = node_list[i].unknown
-        if unknown not in per_unknown:
-            per_unknown[unknown] = checked_request(requests, unknown)
-        req[i] = per_unknown[unknown]
-    wanted = w.replicas
-    alone = capacity_for(base, eligible, req, wanted)
-    placements = place(packed, eligible, req, wanted, "pack")
-    result.placements += [(w.key, node_list[i].name, n) for i, n in placements]
-    n_packed = sum(n for _, n in placements)
-    n_spread = sum(n for _, n in place(spread, eligible, req, wanted, "spread"))
-    best = max(n_packed, n_spread)
-    if best < wanted:
-        proven = alone < wanted
-        if not proven:
-            groups = [(p.eligible, p.requests, p.wanted) for p in planned] + [(eligible, req, wanted)]
-            proven = can_place_all(base, groups) is False
-        text = _pending_message(packed, node_list, static, req)
-        if proven:
-            result.unschedulable.append(Unschedulable(w.key, "pending", wanted - best, text))
-        else:
-            result.warnings.append(Warning(w.key, f"{wanted - best} of {wanted} pods may stay Pending, depending on "
-                                                  f"where earlier workloads land: {text}"))
-    elif n_spread < wanted:
-        text = _pending_message(spread, node_list, static, req)
-        result.warnings.append(Warning(
-            w.key, f"{wanted - n_spread} of {wanted} pods fit only if earlier workloads are packed tightly; the "
-                   f"default scheduler spreads pods (its scoring ignores GPUs) and may leave them Pending: {text}"))
-    if best:
-        planned.append(_Planned(eligible, req, best))
-    if not _model_memory(w, [node_list[i] for i in eligible], requests, result):
-        result.memory += _memory(w, node_list, requests, placements, result)
+class _Check:
+    """The state of one check: the base, packed and spread simulations and what was placed so far."""
 
+    def __init__(self, node_list: list[Node], pods: list[BoundPod], workloads: list[PodWorkload], ert: bool):
+        self.nodes, self.ert = node_list, ert
+        self.classes = NodeClasses(node_list, (w.spec for w in workloads))
+        base = ClusterState(node_list, pods)
+        self.base = FreeState(self.classes, base.free, base.pods_free)
+        self.packed, self.spread = self.base.copy(), self.base.copy()
+        self.search = SmallSearch(base, self.classes)
+        self.bound = CutBound(self.base)
+        self.result = CheckResult()
+        self._requests: dict[tuple, dict[int, Request]] = {}
+        self._alone: dict[tuple, int] = {}
+        self._kinds: dict[tuple, Kind] = {}
+        self._messages: dict[tuple, tuple[list[int], str]] = {}
 
-def _pending_message(state: ClusterState, node_list, static, req) -> str:
-    reasons: list[str] = []
-    for i, failure in enumerate(static):
-        if failure is not None:
-            reasons.append(failure)
-        else:
-            reasons += fit_failures(state.free[i], state.pods_free[i], req[i])
-    return failed_scheduling(reasons, len(node_list))
+    def one(self, w: PodWorkload) -> None:
+        result = self.result
+        message = rejection(w)
+        if message is not None:
+            result.unschedulable.append(Unschedulable(w.key, "rejected", w.replicas, message))
+            return
+        if w.replicas <= 0:
+            return
+        scheduler = w.spec.get("schedulerName") or DEFAULT_SCHEDULER
+        if scheduler != DEFAULT_SCHEDULER:
+            result.warnings.append(Warning(w.key, f"scheduled by '{scheduler}', whose rules gpufleet does not "
+                                                  "model; not checked"))
+            return
+        requests = pod_requests(w.spec)
+        terms = pod_terms(w.spec, requests, self.ert)
+        signature = repr(terms)
+        static = self.classes.static(signature, terms)
+        key = (signature, tuple(sorted(requests.items())))
+        reqs = self._per_class(key, static, requests)
+        wanted = w.replicas
+        alone = self._alone.get((key, wanted))
+        if alone is None:
+            alone = self._alone[(key, wanted)] = self.base.capacity(reqs, wanted)
+        placements = self.packed.pack(reqs, wanted)
+        result.placements += [(w.key, self.nodes[i].name, n) for i, n in placements]
+        n_packed = sum(n for _, n in placements)
+        n_spread = self.spread.spread(reqs, wanted)
+        best = max(n_packed, n_spread)
+        kind = self._kinds.get(key)
+        if kind is None:
+            kind = self._kinds[key] = Kind(key, reqs)
+        if best < wanted:
+            proven = alone < wanted or self._proven(kind, wanted)
+            text = self._message(self.packed, "packed", key, static, reqs)
+            if proven:
+                result.unschedulable.append(Unschedulable(w.key, "pending", wanted - best, text))
+            else:
+                result.warnings.append(Warning(w.key, f"{wanted - best} of {wanted} pods may stay Pending, depending "
+                                                      f"on where earlier workloads land: {text}"))
+        elif n_spread < wanted:
+            text = self._message(self.spread, "spread", key, static, reqs)
+            result.warnings.append(Warning(
+                w.key, f"{wanted - n_spread} of {wanted} pods fit only if earlier workloads are packed tightly; the "
+                       f"default scheduler spreads pods (its scoring ignores GPUs) and may leave them Pending: {text}"))
+        if best:
+            self.search.add(reqs, best)
+            self.bound.add(kind, best)
+        if not self._model_memory(w, static, requests):
+            result.memory += _memory(w, self.nodes, requests, placements, result)
 
+    def _model_memory(self, w: PodWorkload, static: list[str | None], requests: dict[str, int]) -> bool:
+        """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
+        if MODEL_ANNOTATION not in w.annotations:
+            return False
+        members = self.classes.members
+        eligible = [self.nodes[i] for c, s in enumerate(static) if s is None for i in members[c]]
+        verdict = check_manifest_model(w.key, w.annotations, eligible, requests, container_argv(w.spec))
+        result = self.result
+        result.warnings += [Warning(w.key, m) for m in verdict.warnings]
+        if verdict.error is not None:
+            result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, verdict.error))
+            result.memory.append(MemoryProblem(w.key, verdict.need_mib, verdict.budget_mib, verdict.error,
+                                               error=True))
+        return not verdict.overridden
 
-def _model_memory(w: PodWorkload, eligible_nodes, requests, result: CheckResult) -> bool:
-    """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
-    verdict = check_manifest_model(w.key, w.annotations, eligible_nodes, requests, container_argv(w.spec))
-    if verdict is None:
-        return False
-    result.warnings += [Warning(w.key, m) for m in verdict.warnings]
-    if verdict.error is not None:
-        result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, verdict.error))
-        result.memory.append(MemoryProblem(w.key, verdict.need_mib, verdict.budget_mib, verdict.error, error=True))
-    return not verdict.overridden
+    def _per_class(self, key: tuple, static: list[str | None], requests: dict[str, int]) -> dict[int, Request]:
+        """The request each eligible class checks (resources of unknown size left out), by class."""
+        found = self._requests.get(key)
+        if found is None:
+            nodes = self.classes.nodes
+            found = self._requests[key] = {c: checked_request(requests, nodes[c].unknown)
+                                           for c, s in enumerate(static) if s is None}
+        return found
+
+    def _proven(self, kind: Kind, wanted: int) -> bool:
+        decided = self.search.can_place_all(kind.requests, wanted)
+        if decided is not None:
+            return not decided
+        return self.bound.proves_pending(kind, wanted)
+
+    def _message(self, state: FreeState, which: str, key: tuple, static: list[str | None],
+                 reqs: dict[int, Request]) -> str:
+        """FailedScheduling for one more pod: each node's first failing filter, counted (cached per version)."""
+        versions = [state.version[c] for c in reqs]
+        cached = self._messages.get((which, key))
+        if cached is not None and cached[0] == versions:
+            return cached[1]
+        counts: dict[str, int] = {}
+        members = self.classes.members
+        for c, failure in enumerate(static):
+            if failure is not None:
+                counts[failure] = counts.get(failure, 0) + len(members[c])
+            else:
+                for reason, n in state.failures(c, reqs[c]).items():
+                    counts[reason] = counts.get(reason, 0) + n
+        text = failed_scheduling(counts, len(self.nodes))
+        self._messages[(which, key)] = (versions, text)
+        return text
 
 
 def _memory(w: PodWorkload, node_list, requests, placements, result: CheckResult) -> list[MemoryProblem]:

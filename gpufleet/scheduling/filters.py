@@ -134,12 +134,18 @@ def fit_count(free: dict[str, int], pods_free: int | None, request: dict[str, in
     return max(n, 0)
 
 
-def failed_scheduling(reasons: list[str], total_nodes: int) -> str:
-    """The FailedScheduling text: `0/N nodes are available: <count> <reason>, ....` (sort.Strings order)."""
+def failed_scheduling(reasons: list[str] | dict[str, int], total_nodes: int) -> str:
+    """The FailedScheduling text: `0/N nodes are available: <count> <reason>, ....` (sort.Strings order).
+
+    `reasons`: one entry per node and reason, or already counted (reason -> nodes).
+    """
     if total_nodes == 0:
         return "no nodes available to schedule pods"
-    counts: dict[str, int] = {}
-    for r in reasons:
-        counts[r] = counts.get(r, 0) + 1
+    if isinstance(reasons, dict):
+        counts = reasons
+    else:
+        counts = {}
+        for r in reasons:
+            counts[r] = counts.get(r, 0) + 1
     histogram = sorted(f"{n} {r}" for r, n in counts.items())
     return f"0/{total_nodes} nodes are available: " + ", ".join(histogram) + "."

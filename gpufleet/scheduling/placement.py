@@ -1,20 +1,18 @@
-"""Free capacity per node, and placing identical pods on it.
+"""Free capacity per node, and the exact search that proves a small set of workloads cannot all fit.
 
 `ClusterState` holds allocatable minus the requests of bound non-terminal pods (the scheduler's
-NodeInfo.Requested). `place` puts up to R copies of a pod on eligible nodes, either packing (fill the
-tightest nodes first: what leaves most room for later pods) or spreading (one at a time on the node with
-most room: what the default LeastAllocated scoring does, GPUs ignored). `can_place_all` is an exact
-search used to prove that a set of workloads cannot fit under any placement.
+NodeInfo.Requested), one dict per node. `can_place_all` is an exact search over every placement, used to
+prove that a set of workloads cannot fit under any placement; it decides instances of at most 64 pods and
+32 nodes (beyond that, gpufleet.scheduling.bounds proves what it can). `SmallSearch` keeps the workloads
+placed so far in the search's terms while they stay within those limits.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import Sequence
 
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import PODS
-from gpufleet.scheduling.filters import fit_count
 
 SEARCH_MAX_PODS = 64
 SEARCH_MAX_NODES = 32
@@ -22,12 +20,10 @@ SEARCH_BUDGET = 200_000
 
 
 class ClusterState:
-    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = (), *, _copy: "ClusterState | None" = None):
+    """Per node: allocatable minus the requests of the pods bound to it, and free pod slots (None: unknown)."""
+
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = ()):
         self.nodes = list(nodes)
-        if _copy is not None:
-            self.free = [dict(f) for f in _copy.free]
-            self.pods_free = list(_copy.pods_free)
-            return
         self.free = [dict(n.allocatable) for n in self.nodes]
         self.pods_free: list[int | None] = [None if PODS in n.unknown else n.allocatable.get(PODS, 0) for n in self.nodes]
         index = {n.name: i for i, n in enumerate(self.nodes)}
@@ -41,57 +37,6 @@ class ClusterState:
                     free[r] = free.get(r, 0) - v
             if self.pods_free[i] is not None:
                 self.pods_free[i] -= 1
-
-    def copy(self) -> "ClusterState":
-        return ClusterState(self.nodes, _copy=self)
-
-    def count(self, i: int, request: dict[str, int], cap: int) -> int:
-        return fit_count(self.free[i], self.pods_free[i], request, cap)
-
-    def take(self, i: int, request: dict[str, int], n: int) -> None:
-        free = self.free[i]
-        for r, v in request.items():
-            free[r] = free.get(r, 0) - v * n
-        if self.pods_free[i] is not None:
-            self.pods_free[i] -= n
-
-
-def capacity_for(state: ClusterState, eligible: Sequence[int], requests: dict[int, dict[str, int]], cap: int) -> int:
-    """Sum over eligible nodes of min_r floor(free_r / req_r): exact for identical pods, any order."""
-    total = 0
-    for i in eligible:
-        total += state.count(i, requests[i], cap)
-        if total >= cap:
-            return cap
-    return total
-
-
-def place(state: ClusterState, eligible: Sequence[int], requests: dict[int, dict[str, int]], wanted: int,
-          mode: str) -> list[tuple[int, int]]:
-    """Place up to `wanted` pods; returns [(node index, pods)] and updates the state."""
-    room = [(state.count(i, requests[i], wanted), i) for i in eligible]
-    room = [(m, i) for m, i in room if m > 0]
-    placed: dict[int, int] = {}
-    left = wanted
-    if mode == "pack":
-        for m, i in sorted(room):
-            n = min(m, left)
-            placed[i] = n
-            left -= n
-            if not left:
-                break
-    else:
-        heap = [(-m, i) for m, i in room]
-        heapq.heapify(heap)
-        while left and heap:
-            m, i = heapq.heappop(heap)
-            placed[i] = placed.get(i, 0) + 1
-            left -= 1
-            if m + 1 < 0:
-                heapq.heappush(heap, (m + 1, i))
-    for i, n in placed.items():
-        state.take(i, requests[i], n)
-    return sorted(placed.items())
 
 
 class _OutOfBudget(Exception):
@@ -147,3 +92,39 @@ def can_place_all(state: ClusterState, groups: list[tuple[Sequence[int], dict[in
         return dfs(0, 0)
     except _OutOfBudget:
         return None
+
+
+class SmallSearch:
+    """The workloads placed so far as search groups (eligible nodes, per-node request, pods), while small."""
+
+    def __init__(self, base: ClusterState, classes):
+        self.base, self.classes = base, classes
+        self.groups: list[tuple[list[int], dict[int, dict[str, int]], int]] = []
+        self.pods = 0
+        self.used: set[int] = set()
+        self.too_big = False
+
+    def _nodes(self, classes: set[int]) -> int:
+        return sum(len(self.classes.members[c]) for c in classes)
+
+    def _group(self, requests: dict[int, dict[str, int]], pods: int):
+        of = self.classes.of
+        eligible = sorted(i for c in requests for i in self.classes.members[c])
+        return eligible, {i: requests[of[i]] for i in eligible}, pods
+
+    def add(self, requests: dict[int, dict[str, int]], pods: int) -> None:
+        if self.too_big:
+            return
+        self.pods += pods
+        self.used |= requests.keys()
+        if self.pods > SEARCH_MAX_PODS or self._nodes(self.used) > SEARCH_MAX_NODES:
+            self.too_big, self.groups = True, []
+        else:
+            self.groups.append(self._group(requests, pods))
+
+    def can_place_all(self, requests: dict[int, dict[str, int]], pods: int) -> bool | None:
+        """Can the placed groups and `pods` more of this request all be placed at once? None: too big to say."""
+        if (self.too_big or self.pods + pods > SEARCH_MAX_PODS
+                or self._nodes(self.used | requests.keys()) > SEARCH_MAX_NODES):
+            return None
+        return can_place_all(self.base, self.groups + [self._group(requests, pods)])
