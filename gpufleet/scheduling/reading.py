@@ -60,6 +60,10 @@ def describe(obj: Any, where: str) -> str:
     return f"{kind}/{ns}/{name}" if isinstance(ns, str) and ns else f"{kind}/{name}"
 
 
+# libyaml's loader where PyYAML was built with it: the same safe subset, about 20x faster at fleet size.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse(path: Path) -> tuple[list[Any], str | None]:
     try:
         text = path.read_text()
@@ -68,7 +72,7 @@ def _parse(path: Path) -> tuple[list[Any], str | None]:
     except OSError as e:
         return [], f"{path}: cannot read: {e.strerror or e}"
     try:
-        return list(yaml.safe_load_all(text)), None
+        return list(yaml.load_all(text, Loader=_LOADER)), None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
