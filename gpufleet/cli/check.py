@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 
 def _print_human(result: "CheckResult") -> None:
+    verdict = "every workload can run" if result.fits else f"{len(result.unschedulable)} workload(s) will not run"
+    summary = f"{len(result.checked)} workload(s) checked: {verdict}"
+    if not result.unschedulable and not result.warnings:
+        print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -35,8 +40,7 @@ def _print_human(result: "CheckResult") -> None:
         console.print(table)
     for w in result.warnings:
         console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)
-    verdict = "every workload can run" if result.fits else f"{len(result.unschedulable)} workload(s) will not run"
-    console.print(Text(f"{len(result.checked)} workload(s) checked: {verdict}"), highlight=False)
+    console.print(Text(summary), highlight=False)
 
 
 def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
