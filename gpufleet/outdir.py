@@ -162,3 +162,42 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def check_own_file(path: Path, ours, what: str, force: bool = False) -> None:
+    """Refuse (exit 2) to write `path` over anything but an earlier output of this command.
+
+    `ours(existing_text)` says whether a file already at `path` is one; a directory, a symlink, or someone
+    else's file is refused unless `force`.
+    """
+    if path.is_symlink() or path.is_dir():
+        raise OutputDirError(f"{path}: is a {'symlink' if path.is_symlink() else 'directory'}; give a file name "
+                             f"for the {what}")
+    if path.exists() and not force:
+        try:
+            mine = ours(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            mine = False
+        if not mine:
+            raise OutputDirError(f"{path}: already exists and is not a {what} gpufleet wrote; choose another "
+                                 "name, move it away, or pass --force to replace it")
+
+
+def write_own_file(path: Path, text: str, ours, what: str, force: bool = False) -> None:
+    """Write one output file (capacity.json, report.html) atomically, after `check_own_file`.
+
+    The text goes to a temporary file beside `path` first, then is renamed over it: no reader sees half a
+    file, and a failure leaves the old file and no temporary one.
+    """
+    check_own_file(path, ours, what, force)
+    parent = path.parent if str(path.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

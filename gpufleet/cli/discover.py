@@ -40,6 +40,17 @@ def discover(*, kubeconfig: Path | None = None, context: str | None = None, node
     return capacity_from_cluster(cluster or KubeconfigCluster(kubeconfig, context), "kubernetes")
 
 
+def _capacity_file(text: str) -> bool:
+    """An earlier `discover --out`: a JSON object in gpufleet's capacity format (replaced without --force)."""
+    from gpufleet.capacity.model import FORMAT
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
 def command(
     out: Annotated[Path, typer.Option("--out", help="Where to write capacity.json.")],
     kubeconfig: Annotated[Optional[Path], typer.Option("--kubeconfig", help="Read a live cluster.")] = None,
@@ -47,11 +58,16 @@ def command(
     nodes: Annotated[Optional[Path], typer.Option("--nodes", help="`kubectl get nodes -o json` output.")] = None,
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
     nvml: Annotated[bool, typer.Option("--nvml", help="Read this machine's GPUs through NVML.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace --out even when it is not a capacity.json gpufleet wrote.")] = False,
 ) -> None:
     """Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."""
+    from gpufleet.outdir import check_own_file, write_own_file
+
     try:
+        check_own_file(out, _capacity_file, "capacity.json", force)
         cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml)
-        out.write_text(json.dumps(cap.to_json(), indent=2) + "\n")
+        write_own_file(out, json.dumps(cap.to_json(), indent=2) + "\n", _capacity_file, "capacity.json", force)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)  # every problem, one line each
         raise SystemExit(2) from e

@@ -6,9 +6,7 @@ Exit 0 when the page is written, pending workloads or not (it is a report; `gpuf
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,25 +15,16 @@ import typer
 from gpufleet.errors import GpufleetError, InputError
 
 
-def _refuse_out(path: Path, force: bool, flag: str) -> None:
-    if path.is_dir():
-        raise InputError(f"{flag} {path}: is a directory; give a file name, e.g. {path / 'report.html'}")
-    if path.exists() and not force:
-        raise InputError(f"{flag} {path}: already exists; pass --force to overwrite it")
+PAGE_MARK = '<meta name="generator" content="gpufleet report">'
+SUMMARY_MARK = "<!-- gpufleet report summary -->"
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename it over: readers never see half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _page_is_ours(text: str) -> bool:
+    return PAGE_MARK in text[:2048]
+
+
+def _summary_is_ours(text: str) -> bool:
+    return text.startswith(SUMMARY_MARK)
 
 
 def _build(stack, project_dir, nodes, pods, manifests, ert):
@@ -75,7 +64,7 @@ def command(
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
     summary: Annotated[Optional[Path], typer.Option(
         "--summary", help="Also write a Markdown summary (per pool: GPUs and MIG slices used/free; pending).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite --out / --summary if they exist.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace --out / --summary even when gpufleet did not write them.")] = False,
     extended_resource_toleration: Annotated[bool, typer.Option(
         "--extended-resource-toleration",
         help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
@@ -84,17 +73,19 @@ def command(
     from gpufleet.report import render_html, summary_markdown
 
     try:
-        _refuse_out(out, force, "--out")
+        from gpufleet.outdir import check_own_file, write_own_file
+
+        check_own_file(out, _page_is_ours, "report page", force)
         if summary is not None:
-            _refuse_out(summary, force, "--summary")
+            check_own_file(summary, _summary_is_ours, "report summary", force)
             if summary.resolve() == out.resolve():
                 raise InputError(f"--summary {summary}: is the same file as --out")
         report = _build(stack, project_dir, nodes, pods, manifests or [], extended_resource_toleration)
         page = render_html(report)
-        markdown = summary_markdown(report) if summary is not None else None
-        _write_atomically(out, page)
+        markdown = SUMMARY_MARK + "\n" + summary_markdown(report) if summary is not None else None
+        write_own_file(out, page, _page_is_ours, "report page", force)
         if markdown is not None:
-            _write_atomically(summary, markdown)
+            write_own_file(summary, markdown, _summary_is_ours, "report summary", force)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)
         raise SystemExit(2) from e

@@ -47,8 +47,15 @@ def stack_file(project_dir: Path, stack: str) -> Path:
     return project_dir / f"Pulumi.{stack}.yaml"
 
 
+# Pulumi's stack-name characters; a name is also a file-name part (Pulumi.<stack>.yaml, gpufleet-<stack>/).
+STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
 def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     """Load and validate Pulumi.<stack>.yaml. Raises InputError or ConfigError."""
+    if not STACK_NAME.fullmatch(stack or ""):
+        raise InputError(f"--stack {stack!r}: a stack name is letters, digits, '-', '_' and '.' (as Pulumi "
+                         "allows), starting with a letter or digit, e.g. dev")
     path = stack_file(project_dir, stack)
     if not path.is_file():
         known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))

@@ -72,23 +72,42 @@ def test_nodes_and_manifests_report_includes_running_pods_and_the_pending_pod(tm
     assert "0/4 nodes are available:" in html
 
 
-def test_existing_output_is_refused_unless_forced(tmp_path):
-    page = tmp_path / "r.html"
+def test_someone_elses_file_is_refused_unless_forced_and_our_own_page_is_replaced(tmp_path):
+    page, summary = tmp_path / "r.html", tmp_path / "s.md"
     page.write_text("mine")
     r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(page), cwd=tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == f"--out {page}: already exists; pass --force to overwrite it"
+    assert r.stderr.strip() == (f"{page}: already exists and is not a report page gpufleet wrote; choose another "
+                                "name, move it away, or pass --force to replace it")
     assert page.read_text() == "mine"
     r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(page), "--force", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert page.read_text().startswith("<!DOCTYPE html>")
+    # a page (and summary) gpufleet wrote is replaced without --force: re-running is the normal case
+    r = gpufleet("report", "--stack", "dev", "--project-dir", str(ROOT), "--out", str(page), "--summary",
+                 str(summary), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(page), "--summary",
+                 str(summary), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "stack mig" in page.read_text() and "stack mig" in summary.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "s.md"]  # no temporary files left
+
+
+def test_someone_elses_summary_stops_the_run_before_the_page_is_written(tmp_path):
+    summary = tmp_path / "s.md"
+    summary.write_text("notes")
+    r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", "r.html", "--summary",
+                 str(summary), cwd=tmp_path)
+    assert r.returncode == 2 and "is not a report summary gpufleet wrote" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.md"] and summary.read_text() == "notes"
 
 
 def test_directory_as_output_is_refused(tmp_path):
     r = gpufleet("report", "--stack", "mig", "--project-dir", str(ROOT), "--out", str(tmp_path), "--force",
                  cwd=tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip().startswith(f"--out {tmp_path}: is a directory")
+    assert r.stderr.strip().startswith(f"{tmp_path}: is a directory")
 
 
 def test_bad_input_exits_2_naming_the_file_and_writes_nothing(tmp_path):
