@@ -43,11 +43,12 @@ def _print_human(result: "CheckResult") -> None:
     console.print(Text(summary), highlight=False)
 
 
-def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
-              extended_resource_toleration: bool) -> "CheckResult":
-    """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
+def read_inputs(manifests: list[Path], nodes: Path, pods: Path | None, require_workloads: bool = True):
+    """(capacity, manifest documents) read strictly, every problem at once; InputError for unusable input.
+
+    Shared by `check` and `report --nodes`, so both accept and refuse exactly the same files.
+    """
     from gpufleet.capacity.files import load_capacity
-    from gpufleet.scheduling import check_workloads
     from gpufleet.scheduling.documents import document_errors
     from gpufleet.scheduling.manifests import workload_of
     from gpufleet.scheduling.reading import load_documents
@@ -64,19 +65,36 @@ def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
         errors += document_errors(doc)
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
-    workloads = [d for d in docs if workload_of(d.obj) is not None]
-    if not workloads:
+    if require_workloads and not any(workload_of(d.obj) is not None for d in docs):
         raise InputError(f"no workloads in {', '.join(map(str, manifests))}: nothing to check "
                          "(checked kinds: Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob)")
+    return cap, docs
+
+
+def with_origin(docs, run):
+    """Run `run()`; an input error about one workload is prefixed with the file it came from."""
+    from gpufleet.scheduling.manifests import workload_of
+
     origin = {}
-    for d in workloads:
-        origin.setdefault(workload_of(d.obj).key, d.file)
+    for d in docs:
+        w = workload_of(d.obj)
+        if w is not None:
+            origin.setdefault(w.key, d.file)
     try:
-        return check_workloads(cap.nodes, cap.pods, [d.obj for d in docs],
-                               extended_resource_toleration=extended_resource_toleration)
+        return run()
     except GpufleetError as e:
         key = str(e).split(":", 1)[0]
         raise InputError(f"{origin[key]}: {e}" if key in origin else str(e)) from e
+
+
+def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
+              extended_resource_toleration: bool) -> "CheckResult":
+    """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
+    from gpufleet.scheduling import check_workloads
+
+    cap, docs = read_inputs(manifests, nodes, pods)
+    return with_origin(docs, lambda: check_workloads(cap.nodes, cap.pods, [d.obj for d in docs],
+                                                     extended_resource_toleration=extended_resource_toleration))
 
 
 def command(

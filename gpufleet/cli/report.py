@@ -42,15 +42,12 @@ def _build(stack, project_dir, nodes, pods, manifests, ert):
         return stack_report(stack, loaded.config)
     if nodes is None:
         raise InputError("give --stack NAME, or --nodes FILE [--pods FILE] MANIFEST...")
-    from gpufleet.capacity.files import load_capacity
-    from gpufleet.scheduling import load_manifests
+    from gpufleet.cli.check import read_inputs, with_origin
 
-    cap = load_capacity(nodes, pods)
-    for m in manifests:
-        if not m.exists():
-            raise InputError(f"{m}: no such file or directory")
-    return report_of(f"nodes {nodes.name}", cap.nodes, cap.pods, load_manifests(manifests),
-                     extended_resource_toleration=ert)
+    # exactly what `check` accepts and refuses; no MANIFEST is a map of what already runs
+    cap, docs = read_inputs(manifests, nodes, pods, require_workloads=False)
+    return with_origin(docs, lambda: report_of(f"nodes {nodes.name}", cap.nodes, cap.pods, [d.obj for d in docs],
+                                               extended_resource_toleration=ert))
 
 
 def command(
