@@ -33,7 +33,9 @@ def _yaml(doc: Any) -> str:
 
 def stack_namespace(cfg: StackConfig) -> str:
     """Namespace of the GPU stack's release and its ConfigMaps."""
-    return cfg.operator.namespace if cfg.mode == "operator" else cfg.device_plugin.namespace
+    if cfg.mode == "operator":
+        return cfg.operator.namespace
+    return cfg.dra_driver.namespace if cfg.uses_dra() else cfg.device_plugin.namespace
 
 
 def sharing_config_data(cfg: StackConfig) -> dict[str, str]:
@@ -138,8 +140,9 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
     driver: dict[str, Any] = {"enabled": op.driver.enabled}
     if op.driver.enabled:
         driver["version"] = op.driver.version
-    else:
-        driver["nvidiaDriverCRD"] = {"enabled": False}
+    # A GPUCluster does not install the driver itself: it comes from the host or from an NVIDIADriver CR.
+    if not op.driver.enabled or cfg.uses_dra():
+        driver["nvidiaDriverCRD"] = {"enabled": op.driver.enabled}
     values["driver"] = driver
     toolkit: dict[str, Any] = {"enabled": op.toolkit.enabled}
     env = cfg.cluster.runtime.toolkit_env()
@@ -163,7 +166,33 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
         values["validator"] = {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
     if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
         values["daemonsets"] = {"annotations": {CONFIG_HASH_ANNOTATION: config_hash(cfg)}}
+    if cfg.uses_dra():
+        # The DRA stack: a GPUCluster and no ClusterPolicy (the chart and the operator refuse both).
+        values["clusterPolicy"] = {"deployCR": False}
+        values["gpuCluster"] = {"deployCR": True}
+        values["draDriver"] = dra_driver_settings(cfg, operator=True)
     return values
+
+
+def dra_driver_settings(cfg: StackConfig, operator: bool) -> dict[str, Any]:
+    """Feature gates, compute domains and image pin, as gpu-operator's `draDriver` or the driver chart's values."""
+    d = cfg.dra_driver
+    out: dict[str, Any] = {}
+    if d.version is not None:
+        out["version" if operator else "image"] = d.version if operator else {"tag": d.version}
+    if d.feature_gates:
+        out["featureGates"] = dict(sorted(d.feature_gates.items()))
+    if operator:
+        out["computeDomains"] = {"enabled": d.compute_domains}
+    return out
+
+
+def dra_driver_values(cfg: StackConfig) -> dict[str, Any]:
+    """dra-driver-nvidia-gpu chart values (standalone mode, gpuAllocation dra). The GPU part of the driver
+    needs `gpuResourcesEnabledOverride`: the chart refuses it otherwise because the device plugin could run
+    on the same nodes; gpufleet installs no device plugin in a DRA stack (docs/dra.md)."""
+    return {"resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": cfg.dra_driver.compute_domains}},
+            "gpuResourcesEnabledOverride": True, **dra_driver_settings(cfg, operator=False)}
 
 
 def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
