@@ -3,6 +3,10 @@ DeviceClasses its chart ships, its feature gates and which sharing strategy need
 
 from __future__ import annotations
 
+import uuid
+
+from gpufleet.nvidia.products import HGX2_V100, HGX_8
+
 GPU_DRIVER = "gpu.nvidia.com"
 COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
 
@@ -76,3 +80,46 @@ def device_class_manifests(gpus: bool = True, compute_domains: bool = True) -> l
             out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
                         "spec": {"selectors": [{"cel": {"expression": expression}}]}})
     return out
+
+
+#: productName as NVML reports it (and the driver publishes it), where it is not the GFD label with its
+#: dashes turned back into spaces (GFD replaces every space with a dash; some names had dashes already).
+_NVML_NAMES = {
+    "A100-PCIE-40GB": "A100-PCIE-40GB",
+    "NVIDIA-A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
+    "NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
+    "Tesla-V100-SXM2-16GB": "Tesla V100-SXM2-16GB",
+}
+_ARCHITECTURES = {"kepler": "Kepler", "maxwell": "Maxwell", "volta": "Volta", "turing": "Turing",
+                  "ampere": "Ampere", "hopper": "Hopper", "ada-lovelace": "Ada Lovelace", "blackwell": "Blackwell"}
+
+
+def product_name(label: str) -> str:
+    """The `productName` attribute of a GPU whose GFD product label is `label`."""
+    return _NVML_NAMES.get(label, label.replace("-", " "))
+
+
+def architecture(family: str) -> str:
+    return _ARCHITECTURES.get(family, family.title())
+
+
+#: GPUs behind one PCIe root complex (`resource.kubernetes.io/pcieRoot`). HGX 8-GPU boards (DGX A100 /
+#: H100 / H200 / B200) connect their GPUs in pairs through four PCIe switches, each on its own root port
+#: of a separate host bridge: 2 GPUs per root. PCIe cards get a root each (one card per slot).
+HGX_GPUS_PER_PCIE_ROOT = 2
+
+
+def gpus_per_pcie_root(max_gpus_per_node: int) -> int:
+    """From the product's node ceiling: baseboard parts (8 or 16 per node) pair up, PCIe cards do not."""
+    return HGX_GPUS_PER_PCIE_ROOT if max_gpus_per_node in (HGX_8, HGX2_V100) else 1
+
+
+def semver(version: str) -> str:
+    """A driver version (595.91.07) as the semantic version the driver publishes (leading zeros dropped)."""
+    parts = [str(int(p)) for p in version.split(".")[:3] if p.isdigit()]
+    return ".".join((parts + ["0", "0", "0"])[:3])
+
+
+def fake_uuid(node: str, index: int) -> str:
+    """A stable stand-in for a GPU's UUID (GPU-<uuid>), the same for the same node and index every run."""
+    return f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{index}.{node}.gpufleet.invalid')}"
