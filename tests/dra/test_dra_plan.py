@@ -38,7 +38,7 @@ def test_each_claiming_workload_gets_a_claim_template_its_pods_reference(objects
     assert train["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
     devices = templates["train-gpu"]["spec"]["spec"]["devices"]
     assert devices["requests"] == [{"name": "gpu", "exactly": {
-        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 4}}]
+        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2}}]
     assert devices["constraints"] == [{"requests": ["gpu"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
 
 
