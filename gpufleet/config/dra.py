@@ -99,7 +99,9 @@ class NamedClaim(GpuClaim):
     """A ResourceClaim shared by every workload that names it (`gpu: {sharedClaim: <name>}`)."""
 
     name: DnsLabel
+    """Name of the ResourceClaim; workloads refer to it with `gpu.sharedClaim`."""
     namespace: Namespace = "default"
+    """Namespace of the claim; only workloads of this namespace can share it."""
     sharing: Sharing | None = None
     """How the workloads sharing the claim share its device (the driver's opaque GpuConfig)."""
 

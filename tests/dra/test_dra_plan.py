@@ -117,3 +117,14 @@ def test_mps_sharing_renders_the_drivers_mps_config():
     (claim,) = named_claims(parse_sections(s, "Pulumi.t.yaml"))
     assert claim["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"] == {
         "strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "10Gi"}}
+
+
+def test_gitops_installs_the_standalone_driver_from_its_oci_repository():
+    from gpufleet.charts.gitops import flux_releases, flux_sources
+
+    cfg = parse_sections(base() | {"mode": "standalone"}, "Pulumi.t.yaml")
+    (repo,) = [s for s in flux_sources(cfg, "https://git.example/fleet", "main") if s["kind"] == "HelmRepository"]
+    assert repo["spec"] == {"interval": "10m", "url": "oci://registry.k8s.io/dra-driver-nvidia/charts", "type": "oci"}
+    release = flux_releases(cfg, "gpufleet-t", "charts/t")[1]
+    assert release["spec"]["chart"]["spec"]["chart"] == "dra-driver-nvidia-gpu"
+    assert release["spec"]["values"]["gpuResourcesEnabledOverride"] is True
