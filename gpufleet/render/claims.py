@@ -21,16 +21,22 @@ def template_name(workload_name: str) -> str:
     return f"{workload_name}-gpu"
 
 
+def _cel_string(text: str) -> str:
+    """A CEL string literal holding `text` exactly. JSON's escapes are CEL's, except that CEL has no
+    surrogate pairs, so characters outside ASCII stay as they are."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def selectors(choice: DeviceChoice) -> list[str]:
     """CEL selectors of a device choice: the shorthands first, then the raw ones."""
-    domain = json.dumps(dra.GPU_DRIVER)
+    domain = _cel_string(dra.GPU_DRIVER)
     out = []
     if choice.product is not None:
-        out.append(f"device.attributes[{domain}].productName == {json.dumps(choice.product)}")
+        out.append(f"device.attributes[{domain}].productName == {_cel_string(choice.product)}")
     if choice.profile is not None:
-        out.append(f"device.attributes[{domain}].profile == {json.dumps(choice.profile)}")
+        out.append(f"device.attributes[{domain}].profile == {_cel_string(choice.profile)}")
     if choice.min_memory is not None:
-        out.append(f"device.capacity[{domain}].memory.compareTo(quantity({json.dumps(choice.min_memory)})) >= 0")
+        out.append(f"device.capacity[{domain}].memory.compareTo(quantity({_cel_string(choice.min_memory)})) >= 0")
     return out + list(choice.selectors)
 
 
