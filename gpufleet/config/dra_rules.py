@@ -46,6 +46,26 @@ def check_dra(cfg: StackConfig) -> list[ConfigIssue]:
         issues += _check_sharing(cfg, i, claim)
     for i, w in enumerate(cfg.workloads):
         issues += _check_workload_gpu(cfg, i, w)
+    issues += _shared_claim_pools(cfg)
+    return issues
+
+
+def _shared_claim_pools(cfg: StackConfig) -> list[ConfigIssue]:
+    """A named claim is allocated once, on one node: the workloads sharing it must be able to meet there."""
+    issues = []
+    first: dict[tuple[str, str], tuple[int, str | None]] = {}
+    for i, w in enumerate(cfg.workloads):
+        if w.gpu is None or w.gpu.shared_claim is None:
+            continue
+        key = (w.namespace, w.gpu.shared_claim)
+        if key not in first:
+            first[key] = (i, w.node_pool)
+            continue
+        j, pool = first[key]
+        if pool is not None and w.node_pool is not None and pool != w.node_pool:
+            issues.append(ConfigIssue(_p("workloads", i, "nodePool"),
+                                      f"'{w.node_pool}', but workloads[{j}] shares claim '{w.gpu.shared_claim}' from node "
+                                      f"pool '{pool}': a shared claim's device is on one node; allowed: nodePool '{pool}'"))
     return issues
 
 

@@ -76,6 +76,10 @@ CASES = [
      "gpufleet:nodePools[0].migGeometry: 'all-disabled': with gpuAllocation dra gpufleet does not partition GPUs"),
     (lambda s: s["claims"][0].update(deviceClass="mig.nvidia.com", profile="1g.10gb"),
      "gpufleet:claims[0].sharing.strategy: 'TimeSlicing' has no effect on MIG devices; allowed: MPS"),
+    (lambda s: (s["nodePools"].append({**POOL, "name": "other", "nodes": ["n2"]}),
+                s["workloads"][2].update(nodePool="other")),
+     "gpufleet:workloads[2].nodePool: 'other', but workloads[1] shares claim 'shared' from node pool 'h100': a shared "
+     "claim's device is on one node; allowed: nodePool 'h100'"),
     (lambda s: s.update(mode="standalone", draDriver={"namespace": "default", "featureGates": {"TimeSlicingSettings": True}}),
      "gpufleet:draDriver.namespace: 'default': the dra-driver-nvidia-gpu chart refuses the default namespace"),
 ]
