@@ -126,6 +126,5 @@ class GpuStack(pulumi.ComponentResource):
         return BatchJob(cname, BatchJobArgs(manifests, env, p, deps), opts)
 
 
-
 def _in(namespaces: dict, ns: str) -> list[pulumi.Resource]:
     return [namespaces[ns]] if ns in namespaces else []

@@ -178,8 +178,10 @@ def dra_driver_settings(cfg: StackConfig, operator: bool) -> dict[str, Any]:
     """Feature gates, compute domains and image pin, as gpu-operator's `draDriver` or the driver chart's values."""
     d = cfg.dra_driver
     out: dict[str, Any] = {}
-    if d.version is not None:
-        out["version" if operator else "image"] = d.version if operator else {"tag": d.version}
+    if d.version is not None and operator:
+        out["version"] = d.version
+    elif d.version is not None:
+        out["image"] = {"tag": d.version}
     if d.feature_gates:
         out["featureGates"] = dict(sorted(d.feature_gates.items()))
     if operator:
