@@ -108,3 +108,16 @@ def test_the_1_34_schemas_catch_a_misspelt_claim_field():
     bad["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClass"] = "gpu.nvidia.com"
     problems = validate_documents([bad], "1.34")
     assert len(problems) == 1 and "deviceClass" in problems[0].render()
+
+
+def test_standalone_values_use_only_keys_the_driver_chart_declares(standalone, tmp_path):
+    import tarfile
+
+    from gpufleet.render import gpu_stack as r
+    from tests.render.test_upstream_values import unknown_paths
+
+    with tarfile.open(chart_archive(versions.DRA_DRIVER_CHART)) as tar:
+        (tmp_path / "values.yaml").write_bytes(tar.extractfile(f"{versions.DRA_DRIVER_CHART}/values.yaml").read())
+    assert unknown_paths(r.dra_driver_values(standalone), tmp_path / "values.yaml") == []
+    assert unknown_paths({"resources": {"gpu": {"enabled": True}}}, tmp_path / "values.yaml") == ["resources.gpu",
+                                                                                                   "resources.gpu.enabled"]
