@@ -75,3 +75,11 @@ def test_the_capacity_policy_checks_planned_slices_and_classes_only_on_planned_c
     assert [o["kind"] for o in planned] == ["DeviceClass"] * 3 + ["ResourceSlice"] * 2 + ["ResourceClaim", "Pod"]
     discovered = manifests_to_check(Capacity("nodes.json", []), cfg, [claim], [pod])
     assert discovered == [claim, pod]
+
+
+def test_an_h100_has_80g_of_memory_but_not_80gi_as_the_dra_stack_says():
+    from gpufleet.capacity.quantity import parse
+
+    memory = parse(planned_resource_slices(dra_cfg())[0]["spec"]["devices"][0]["capacity"]["memory"]["value"])
+    assert parse("80G") <= memory < parse("80Gi")
+    assert dra_cfg().workloads[0].gpu.claim.min_memory == "80G"
