@@ -154,8 +154,11 @@ def planned_resource_slices(cfg: StackConfig) -> list[dict]:
 
 
 def planned_dra_objects(cfg: StackConfig) -> list[dict]:
-    """What the DRA driver will serve once the stack applies: its chart's DeviceClasses and the planned
-    ResourceSlices ([] unless gpuAllocation is dra)."""
+    """What the DRA driver will serve once the stack applies: its DeviceClasses (the driver chart's, or
+    gpu-operator's copies without `extendedResourceName`) and the planned ResourceSlices ([] unless
+    gpuAllocation is dra)."""
     if not cfg.uses_dra():
         return []
-    return [*dra.device_class_manifests(compute_domains=cfg.dra_driver.compute_domains), *planned_resource_slices(cfg)]
+    classes = dra.device_class_manifests(compute_domains=cfg.dra_driver.compute_domains,
+                                         extended_resource=cfg.mode != "operator")
+    return [*classes, *planned_resource_slices(cfg)]

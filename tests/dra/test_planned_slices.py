@@ -83,3 +83,13 @@ def test_an_h100_has_80g_of_memory_but_not_80gi_as_the_dra_stack_says():
     memory = parse(planned_resource_slices(dra_cfg())[0]["spec"]["devices"][0]["capacity"]["memory"]["value"])
     assert parse("80G") <= memory < parse("80Gi")
     assert dra_cfg().workloads[0].gpu.claim.min_memory == "80G"
+
+
+def test_gpu_operators_device_class_has_no_extended_resource_name_the_driver_charts_has():
+    operator = {o["metadata"]["name"]: o["spec"] for o in planned_dra_objects(dra_cfg()) if o["kind"] == "DeviceClass"}
+    assert "extendedResourceName" not in operator["gpu.nvidia.com"]
+    s = copy.deepcopy(base()) | {"mode": "standalone"}
+    standalone = {o["metadata"]["name"]: o["spec"] for o in planned_dra_objects(parse_sections(s, "Pulumi.t.yaml"))
+                  if o["kind"] == "DeviceClass"}
+    assert standalone["gpu.nvidia.com"]["extendedResourceName"] == "nvidia.com/gpu"
+    assert standalone["gpu.nvidia.com"]["selectors"] == operator["gpu.nvidia.com"]["selectors"]
