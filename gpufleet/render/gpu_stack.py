@@ -16,6 +16,7 @@ from gpufleet.render.labels import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DEVICE_PLUGIN_POD_APP,
+    GPU_PRESENT_LABEL,
     GFD_DEPLOY_LABEL,
     MIG_CONFIG_LABEL,
     MIG_CONFIGMAP,
@@ -218,11 +219,14 @@ def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
 
 
 def node_labels(cfg: StackConfig) -> dict[str, dict[str, str]]:
-    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection, and the
-    GPU stack's deploy labels where gpufleet runs mig-manager)."""
+    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection, the GPU
+    stack's deploy labels where gpufleet runs mig-manager, and nvidia.com/gpu.present for the standalone
+    DRA driver's kubelet plugin)."""
     out: dict[str, dict[str, str]] = {}
     for pool in cfg.node_pools:
         labels: dict[str, str] = gpu_client_deploy_labels(cfg, pool)
+        if cfg.mode == "standalone" and cfg.uses_dra():
+            labels[GPU_PRESENT_LABEL] = "true"  # where the driver chart's kubelet plugin runs (no NFD here)
         if pool.sharing:
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
         if pool.mig_geometry:

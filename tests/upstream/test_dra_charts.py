@@ -121,3 +121,21 @@ def test_standalone_values_use_only_keys_the_driver_chart_declares(standalone, t
     assert unknown_paths(r.dra_driver_values(standalone), tmp_path / "values.yaml") == []
     assert unknown_paths({"resources": {"gpu": {"enabled": True}}}, tmp_path / "values.yaml") == ["resources.gpu",
                                                                                                    "resources.gpu.enabled"]
+
+
+def test_the_kubelet_plugin_can_land_on_every_listed_gpu_node_without_nfd(standalone, driver_objects):
+    from gpufleet.render import gpu_stack as r
+
+    (plugin,) = by_kind(driver_objects, "DaemonSet").values()
+    terms = plugin["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    labels = r.node_labels(standalone)
+    nodes = [n for p in standalone.node_pools for n in p.nodes]
+    assert sorted(labels) == sorted(nodes)
+
+    def selects(node_labels: dict) -> bool:
+        return any(all(node_labels.get(e["key"]) in e["values"] for e in t["matchExpressions"] if e["operator"] == "In")
+                   for t in terms)
+
+    assert all(selects(labels[n]) for n in nodes)
+    assert not selects({})
