@@ -23,6 +23,8 @@ _KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("resource.k8s.io/v1", "ResourceClaim"): k8s.resource.v1.ResourceClaim,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
 }
 _BODY_FIELDS = ("spec", "data", "string_data", "type", "rules", "role_ref", "subjects")
 _WIRE = {"string_data": "stringData", "role_ref": "roleRef"}
@@ -56,6 +58,12 @@ def env_secret(name: str, manifests: list[dict[str, Any]], values: Mapping[str, 
 def is_env_secret(manifest: dict[str, Any], manifests: list[dict[str, Any]]) -> bool:
     workload = next(m for m in manifests if m["kind"] in ("Deployment", "Job"))
     return manifest["kind"] == "Secret" and manifest["metadata"]["name"] == env_secret_name(workload["metadata"]["name"])
+
+
+def claim_template(name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions):
+    """The workload's ResourceClaimTemplate (gpufleet.render.claims.claim_template); None without one."""
+    manifest = next((m for m in manifests if m["kind"] == "ResourceClaimTemplate"), None)
+    return from_manifest(f"{name}-claim-template", manifest, opts) if manifest is not None else None
 
 
 def child_opts(parent: pulumi.Resource, provider: pulumi.ProviderResource | None,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components._k8s import child_opts, env_secret, from_manifest
+from components._k8s import child_opts, claim_template, env_secret, from_manifest
 
 
 @dataclass
@@ -26,6 +26,7 @@ class BatchJob(pulumi.ComponentResource):
         super().__init__("gpufleet:index:BatchJob", name, None, opts)
         job = next(m for m in args.manifests if m["kind"] == "Job")
         self.env_secret = env_secret(name, args.manifests, args.env_secrets, child_opts(self, args.provider, args.depends_on))
-        deps = [*args.depends_on, *([self.env_secret] if self.env_secret is not None else [])]
+        self.claim_template = claim_template(name, args.manifests, child_opts(self, args.provider, args.depends_on))
+        deps = [*args.depends_on, *[r for r in (self.env_secret, self.claim_template) if r is not None]]
         self.job = from_manifest(f"{name}-job", job, child_opts(self, args.provider, deps))
         self.register_outputs({"name": self.job.metadata.name})

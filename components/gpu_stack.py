@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components._k8s import child_opts, from_manifest
 from components.batch_job import BatchJob, BatchJobArgs
 from components.device_plugin import DevicePlugin, DevicePluginArgs
+from components.dra_driver import DraDriver, DraDriverArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.inference_service import InferenceService, InferenceServiceArgs
 from components.mig_geometry import MigGeometry, MigGeometryArgs
@@ -20,6 +21,7 @@ from components.notebook import Notebook, NotebookArgs
 from components.sharing_config import SharingConfig, SharingConfigArgs
 from gpufleet.config.stack import StackConfig
 from gpufleet.render import gpu_stack as r
+from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.workloads import namespace, workload_objects
 
@@ -54,6 +56,12 @@ class GpuStack(pulumi.ComponentResource):
         self.namespaces = {
             ns: from_manifest(f"{name}-ns-{ns}", namespace(ns), child_opts(self, p)) for ns in cfg.namespaces()
         }
+        self.claims = {
+            (c["metadata"]["namespace"], c["metadata"]["name"]): from_manifest(
+                f"{name}-claim-{c['metadata']['namespace']}-{c['metadata']['name']}", c,
+                child_opts(self, p, [*self.gpu_stack_ready, *_in(self.namespaces, c["metadata"]["namespace"])]))
+            for c in named_claims(cfg)
+        }
         self.workloads = [self._workload(name, cfg, w, p) for w in cfg.workloads]
         self.endpoints = {w.name: getattr(c, "endpoint", None) for w, c in zip(cfg.workloads, self.workloads)
                           if getattr(c, "endpoint", None) is not None}
@@ -87,6 +95,14 @@ class GpuStack(pulumi.ComponentResource):
                                 cfg.operator.timeout_seconds, p, configs),
                 pulumi.ResourceOptions(parent=self))
             self.gpu_stack_ready = [self.operator.release]
+        elif cfg.uses_dra():
+            # No device plugin in a DRA stack: the DRA driver serves every GPU node (docs/dra.md).
+            self.dra_driver = DraDriver(
+                f"{name}-dra-driver",
+                DraDriverArgs(ns_name, r.dra_driver_values(cfg), cfg.dra_driver.chart_version,
+                              provider=p, depends_on=configs),
+                pulumi.ResourceOptions(parent=self))
+            self.gpu_stack_ready = [self.dra_driver.release]
         else:
             self.device_plugin = DevicePlugin(
                 f"{name}-device-plugin",
@@ -97,7 +113,9 @@ class GpuStack(pulumi.ComponentResource):
 
     def _workload(self, name: str, cfg: StackConfig, w, p):
         manifests = workload_objects(cfg, w)
-        deps = [*self.gpu_stack_ready, *([self.namespaces[w.namespace]] if w.namespace in self.namespaces else [])]
+        deps = [*self.gpu_stack_ready, *_in(self.namespaces, w.namespace)]
+        if w.gpu is not None and w.gpu.shared_claim is not None:
+            deps.append(self.claims[(w.namespace, w.gpu.shared_claim)])
         opts = pulumi.ResourceOptions(parent=self)
         cname = f"{name}-{w.namespace}-{w.name}"
         env = {name: self._secret(key) for name, key in w.secret_env().items()}
@@ -107,3 +125,6 @@ class GpuStack(pulumi.ComponentResource):
             return Notebook(cname, NotebookArgs(manifests, self._secret(w.token_config_key), env, p, deps), opts)
         return BatchJob(cname, BatchJobArgs(manifests, env, p, deps), opts)
 
+
+def _in(namespaces: dict, ns: str) -> list[pulumi.Resource]:
+    return [namespaces[ns]] if ns in namespaces else []

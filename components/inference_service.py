@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components._k8s import child_opts, env_secret, from_manifest
+from components._k8s import child_opts, claim_template, env_secret, from_manifest
 
 
 @dataclass
@@ -27,8 +27,9 @@ class InferenceService(pulumi.ComponentResource):
         by_kind = {m["kind"]: m for m in args.manifests}
         o = child_opts(self, args.provider, args.depends_on)
         self.env_secret = env_secret(name, args.manifests, args.env_secrets, o)
-        self.deployment = from_manifest(f"{name}-deployment", by_kind["Deployment"],
-                                        child_opts(self, args.provider, [*args.depends_on, *_present(self.env_secret)]))
+        self.claim_template = claim_template(name, args.manifests, o)
+        self.deployment = from_manifest(f"{name}-deployment", by_kind["Deployment"], child_opts(
+            self, args.provider, [*args.depends_on, *_present(self.env_secret, self.claim_template)]))
         self.service = from_manifest(f"{name}-service", by_kind["Service"], o) if "Service" in by_kind else None
         self.endpoint = (self.service.status.apply(_ingress_address) if self.service is not None
                          else pulumi.Output.from_input(None))

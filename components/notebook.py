@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components._k8s import child_opts, env_secret, from_manifest, is_env_secret
+from components._k8s import child_opts, claim_template, env_secret, from_manifest, is_env_secret
 
 
 @dataclass
@@ -31,7 +31,8 @@ class Notebook(pulumi.ComponentResource):
         token = pulumi.Output.secret(args.token)
         self.secret = from_manifest(f"{name}-token", by_kind["Secret"], o, string_data={"token": token})
         self.env_secret = env_secret(name, args.manifests, args.env_secrets, o)
-        extra = [self.env_secret] if self.env_secret is not None else []
+        self.claim_template = claim_template(name, args.manifests, o)
+        extra = [r for r in (self.env_secret, self.claim_template) if r is not None]
         self.deployment = from_manifest(f"{name}-deployment", by_kind["Deployment"],
                                         child_opts(self, args.provider, [*args.depends_on, self.secret, *extra]))
         self.service = from_manifest(f"{name}-service", by_kind["Service"], o)

@@ -7,7 +7,11 @@ constructs the PolicyPack from `ALL_POLICIES`; tests import the modules and call
 from __future__ import annotations
 
 from policies import (
+    dra_device_class_exists,
+    dra_device_plugin_exclusive,
+    dra_sharing_gate,
     gpu_capacity_fit,
+    gpu_cluster_xor_cluster_policy,
     gpu_request_shape,
     gpu_taint_toleration,
     mig_geometry_valid,
@@ -22,7 +26,8 @@ from policies import (
 
 PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
-           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu)
+           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
+           gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate, dra_device_class_exists)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

@@ -15,6 +15,8 @@ from gpufleet.scheduling.result import CheckResult
 from policies._common import PACK_DIR, StackRef
 
 SOURCES = ("stack", "nodesFile", "kubeconfig")
+#: Pulumi types of the claim objects a DRA pod's allocation reads (the pods reference them by name).
+CLAIM_TYPES = ("kubernetes:resource.k8s.io/v1:ResourceClaim", "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
 
 
 class CapacityUnavailable(Exception):
@@ -56,6 +58,19 @@ def load_capacity(config: dict, cfg, ref: StackRef | None) -> Capacity:
     except GpufleetError as e:
         raise CapacityUnavailable(str(e)) from e
     raise CapacityUnavailable(f"unknown capacitySource '{source}'; allowed: {', '.join(SOURCES)}")
+
+
+def manifests_to_check(capacity: Capacity, cfg, claims: list[dict], workloads: list[dict]) -> list[dict]:
+    """What the engine checks: on planned capacity of a DRA stack, first the DeviceClasses and ResourceSlices
+    the driver will publish (gpufleet.capacity.stack.planned_dra_objects), then the stack's claims and
+    claim templates, then its workloads. An engine that does not allocate DRA claims ignores the objects
+    that are not pods' owners."""
+    planned: list[dict] = []
+    if capacity.source == "stack" and cfg is not None:
+        from gpufleet.capacity.stack import planned_dra_objects
+
+        planned = planned_dra_objects(cfg)
+    return [*planned, *claims, *workloads]
 
 
 def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toleration: bool) -> CheckResult:

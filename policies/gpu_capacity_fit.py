@@ -13,7 +13,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from policies._capacity import SOURCES, CapacityUnavailable, check_fit, load_capacity
+from policies._capacity import (
+    CLAIM_TYPES, SOURCES, CapacityUnavailable, check_fit, load_capacity, manifests_to_check,
+)
 from policies._common import (
     NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config,
     pod_spec, quantity, stack_ref,
@@ -50,8 +52,11 @@ def gpu_request_text(resource_type: str, props: Any) -> str:
 def validate(args: StackValidationArgs, report_violation) -> None:
     config = config_of(args)
     workloads: list[tuple[str, dict, str, str]] = []
+    claims: list[dict] = []
 
     def collect(r) -> None:
+        if r.resource_type in CLAIM_TYPES:
+            claims.append(manifest_of(r.resource_type, r.props))
         if r.resource_type in POD_SPEC_PATHS:
             m = manifest_of(r.resource_type, r.props)
             meta = m.get("metadata") or {}
@@ -76,7 +81,7 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     if ert is None:
         ert = bool(cfg and cfg.cluster.extended_resource_toleration)
     by_key = {key: (urn_, req) for key, _, urn_, req in workloads}
-    result = check_fit(capacity, [m for _, m, _, _ in workloads], bool(ert))
+    result = check_fit(capacity, manifests_to_check(capacity, cfg, claims, [m for _, m, _, _ in workloads]), bool(ert))
     for u in result.unschedulable:
         if u.reason == "memory":  # a model that does not fit: model-fits-gpu reports it
             continue

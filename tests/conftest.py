@@ -14,7 +14,7 @@ from gpufleet.config.loading import LoadedStack, load_stack, parse_sections
 from gpufleet.planning.engine import run_program
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_STACKS = ["dev", "mig", "k3s", "multi"]
+SHIPPED_STACKS = ["dev", "mig", "k3s", "multi", "dra"]
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"  # vendored copies of NVIDIA's files
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/helm_binary.py
 

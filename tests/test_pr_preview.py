@@ -158,7 +158,7 @@ def test_renamed_stack_is_all_removed_under_the_old_name_and_all_added_under_the
     head = pull_request(repo, "renamed", lambda c: (c / "Pulumi.dev.yaml").rename(c / "Pulumi.edge.yaml"))
     listed = subprocess.run([sys.executable, str(head / SCRIPT), "--base", str(repo), "--head", str(head),
                              "--list-stacks"], capture_output=True, text=True)
-    assert listed.stdout.split() == ["aks", "dev", "edge", "k3s", "mig", "multi"]  # greed and llm are left out
+    assert listed.stdout.split() == ["aks", "dev", "dra", "edge", "k3s", "mig", "multi"]  # greed and llm are left out
     result = pr_preview(repo, head, "--stacks", "dev,edge")
     assert result.code == 0, result.err
     removed, added = result.section("dev"), result.section("edge")

@@ -15,6 +15,7 @@ from gpufleet.capacity.model import Capacity, Node, Taint
 from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, to_units
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
+from gpufleet.nvidia import dra
 from gpufleet.nvidia.mig_profiles import resource_name
 from gpufleet.nvidia.products import find_product
 from gpufleet.nvidia.sharing import GPU, shared_name
@@ -111,3 +112,53 @@ def capacity_from_stack(cfg: StackConfig) -> list[Node]:
 
 def stack_capacity(cfg: StackConfig) -> Capacity:
     return Capacity("stack", capacity_from_stack(cfg))
+
+
+def _gpu_device(cfg: StackConfig, product, node: str, index: int) -> dict:
+    per_root = dra.gpus_per_pcie_root(product.max_gpus_per_node)
+    major, minor = product.compute_capability
+    attributes = {
+        "type": {"string": "gpu"},
+        "uuid": {"string": dra.fake_uuid(node, index)},
+        "productName": {"string": dra.product_name(product.label)},
+        "brand": {"string": "Nvidia"},
+        "architecture": {"string": dra.architecture(product.family)},
+        "cudaComputeCapability": {"version": f"{major}.{minor}.0"},
+        "driverVersion": {"version": dra.semver(cfg.operator.driver.version)},
+        dra.PCIE_ROOT_ATTRIBUTE: {"string": f"pci0000:{0x10 * (1 + index // per_root):02x}"},
+    }
+    return {"name": f"gpu-{index}", "attributes": attributes,
+            "capacity": {"memory": {"value": f"{product.memory_mib}Mi"}}}
+
+
+def planned_resource_slices(cfg: StackConfig) -> list[dict]:
+    """The ResourceSlices NVIDIA's DRA driver will publish for the stack's node pools (gpuAllocation dra):
+    one pool per node, named after it, in one node-local slice of whole GPUs `gpu-<index>` with the
+    driver's attributes (deterministic stand-in UUIDs) and their memory. Pools of unknown products publish
+    nothing here. No MIG devices: a DRA stack has no MIG geometry (docs/dra.md)."""
+    if not cfg.uses_dra():
+        return []
+    slices = []
+    for pool in cfg.node_pools:
+        product = find_product(pool.gpu.product)
+        if product is None:
+            continue
+        for node in node_names(pool):
+            slices.append({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-{dra.GPU_DRIVER}"},
+                "spec": {"driver": dra.GPU_DRIVER, "nodeName": node,
+                         "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [_gpu_device(cfg, product, node, i) for i in range(pool.gpu.count)]}})
+    return slices
+
+
+def planned_dra_objects(cfg: StackConfig) -> list[dict]:
+    """What the DRA driver will serve once the stack applies: its DeviceClasses (the driver chart's, or
+    gpu-operator's copies without `extendedResourceName`) and the planned ResourceSlices ([] unless
+    gpuAllocation is dra)."""
+    if not cfg.uses_dra():
+        return []
+    classes = dra.device_class_manifests(compute_domains=cfg.dra_driver.compute_domains,
+                                         extended_resource=cfg.mode != "operator")
+    return [*classes, *planned_resource_slices(cfg)]

@@ -37,6 +37,10 @@ def upstream_release(cfg: StackConfig) -> UpstreamRelease | None:
     if cfg.mode == "operator":
         return UpstreamRelease("gpu-operator", versions.GPU_OPERATOR_CHART, cfg.operator.chart_version,
                                versions.GPU_OPERATOR_REPO, "nvidia", cfg.operator.namespace, r.operator_values(cfg))
+    if cfg.mode == "standalone" and cfg.uses_dra():
+        return UpstreamRelease("dra-driver-nvidia-gpu", versions.DRA_DRIVER_CHART, cfg.dra_driver.chart_version,
+                               versions.DRA_DRIVER_REPO, "dra-driver-nvidia", cfg.dra_driver.namespace,
+                               r.dra_driver_values(cfg))
     if cfg.mode == "standalone":
         return UpstreamRelease("nvidia-device-plugin", versions.DEVICE_PLUGIN_CHART, cfg.device_plugin.chart_version,
                                versions.DEVICE_PLUGIN_REPO, "nvdp", cfg.device_plugin.namespace,
@@ -105,7 +109,8 @@ def flux_sources(cfg: StackConfig, git_url: str, revision: str) -> list[dict[str
     if up is not None:
         out.append({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
                     "metadata": {"name": up.repo_name, "namespace": FLUX_NAMESPACE},
-                    "spec": {"interval": INTERVAL, "url": up.repo}})
+                    "spec": {"interval": INTERVAL, "url": up.repo,
+                             **({"type": "oci"} if up.repo.startswith("oci://") else {})}})
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpufleet.config.stack import StackConfig
 from gpufleet.render import gpu_stack as r
+from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.workloads import env_secret_name, namespace, notebook_token_secret_name, workload_objects
 
@@ -97,6 +98,9 @@ def chart_objects(cfg: StackConfig) -> list[ChartObject]:
     for ns in cfg.namespaces():
         if ns not in seen_ns:
             objs.append(ChartObject(_file("Namespace", ns), namespace(ns), ".Values.namespaces.create"))
+    for claim in named_claims(cfg):
+        objs.append(ChartObject(_file("ResourceClaim", claim["metadata"]["name"], claim["metadata"]["namespace"]),
+                                claim, ".Values.claims.create"))
     for w in cfg.workloads:
         objs += _workload_objects(cfg, w)
     return objs

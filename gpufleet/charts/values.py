@@ -75,6 +75,9 @@ def value_tree(cfg: StackConfig) -> list[Value]:
             if cfg.mode == "standalone":
                 tree.append(_section("migManager", "The standalone mig-manager (no operator runs one).",
                                      [_bool("create", "Create its RBAC and DaemonSet.")]))
+    if cfg.claims:
+        tree.append(_section("claims", "The named ResourceClaims that workloads share (gpuAllocation dra).",
+                             [_bool("create", "Create them; turn off when they exist already.")]))
     for kind, section in VALUES_SECTION.items():
         ws = [_workload(cfg, w) for w in cfg.workloads if w.kind == kind]
         tree.append(_section(section, f"The stack's {section} workloads, by name.", ws))

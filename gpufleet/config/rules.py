@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpufleet.config._paths import yaml_path
 from gpufleet.config.aks_rules import check_aks
+from gpufleet.config.dra_rules import check_dra
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import BUILTIN_GEOMETRIES, StackConfig
 from gpufleet.config.workload_rules import check_workload
@@ -24,6 +25,7 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues += _check_node_pools(cfg)
     issues += _check_node_names(cfg)
     issues += _check_workloads(cfg)
+    issues += check_dra(cfg)
     if cfg.cluster.aks is not None:
         issues += check_aks(cfg)
     return issues
@@ -194,7 +196,7 @@ def _check_workloads(cfg: StackConfig) -> list[ConfigIssue]:
         if w.node_pool is not None and pool is None:
             issues.append(ConfigIssue(_p("workloads", i, "nodePool"),
                                       f"'{w.node_pool}' is not a node pool; allowed: {', '.join(pools) or '(none defined)'}"))
-        if w.gpu is not None:
+        if w.gpu is not None and not cfg.uses_dra() and not w.gpu.uses_dra():
             issues += _check_gpu_request(cfg, i, w, pool)
     return issues
 

@@ -10,6 +10,7 @@ from gpufleet.config._base import Model
 from gpufleet.config.aks import GpuPool
 from gpufleet.config.cluster import ClusterConfig
 from gpufleet.config.device_plugin import DevicePluginConfig
+from gpufleet.config.dra import DraDriverConfig, NamedClaim
 from gpufleet.config.mig import MigConfig, MigDeviceGroup
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.operator import OperatorConfig
@@ -21,7 +22,8 @@ BUILTIN_GEOMETRIES = ("all-disabled",)
 Mode = Literal["operator", "standalone", "platform-managed"]
 
 #: Top-level config keys (`gpufleet:<key>` in Pulumi.<stack>.yaml), in YAML spelling.
-SECTION_KEYS = ("version", "mode", "cluster", "operator", "devicePlugin", "mig", "nodePools", "workloads")
+SECTION_KEYS = ("version", "mode", "gpuAllocation", "cluster", "operator", "devicePlugin", "draDriver", "mig",
+                "nodePools", "claims", "workloads")
 
 
 class StackConfig(Model):
@@ -32,11 +34,17 @@ class StackConfig(Model):
     mode: Mode = "operator"
     """operator (gpu-operator chart), standalone (device plugin + GFD charts) or platform-managed
     (the platform owns the GPU stack; only workloads are deployed)."""
+    gpu_allocation: Literal["devicePlugin", "dra"] = "devicePlugin"
+    """How pods get GPUs: devicePlugin (`nvidia.com/gpu` extended resources) or dra (ResourceClaims served
+    by NVIDIA's DRA driver; Kubernetes 1.34 or later). docs/dra.md."""
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     operator: OperatorConfig = Field(default_factory=OperatorConfig)
     device_plugin: DevicePluginConfig = Field(default_factory=DevicePluginConfig)
+    dra_driver: DraDriverConfig = Field(default_factory=DraDriverConfig)
     mig: MigConfig = Field(default_factory=MigConfig)
     node_pools: list[NodePool] = Field(default_factory=list)
+    claims: list[NamedClaim] = Field(default_factory=list)
+    """Named ResourceClaims (gpuAllocation dra) that several workloads share with `gpu: {sharedClaim: <name>}`."""
     workloads: list[Workload] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -58,6 +66,12 @@ class StackConfig(Model):
         """The AKS GPU pool (index, config) a node pool was derived from; None for other pools."""
         found = self.cluster.aks.gpu_pool(pool.name) if self.cluster.aks is not None else None
         return found if found is not None and found[1].node_pool() == pool else None
+
+    def uses_dra(self) -> bool:
+        return self.gpu_allocation == "dra"
+
+    def claim(self, name: str | None, namespace: str) -> NamedClaim | None:
+        return next((c for c in self.claims if c.name == name and c.namespace == namespace), None)
 
     def pool(self, name: str | None) -> NodePool | None:
         return next((p for p in self.node_pools if p.name == name), None)
@@ -98,7 +112,7 @@ class StackConfig(Model):
         return sorted({k for w in self.workloads for k in w.secret_config_keys()})
 
     def namespaces(self) -> list[str]:
-        return sorted({w.namespace for w in self.workloads} - {"default"})
+        return sorted(({w.namespace for w in self.workloads} | {c.namespace for c in self.claims}) - {"default"})
 
 
 __all__ = ["StackConfig", "SECTION_KEYS", "Workload", "InferenceService", "Notebook", "BatchJob"]

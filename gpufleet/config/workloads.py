@@ -11,6 +11,7 @@ from gpufleet.config.k8s_types import (
     AnnotationKey, Cidr, EnvName, ImageReference, LabelKey, LabelValue, Namespace, DnsLabel, PortName, SecretName,
     TaintKey, TaintValue,
 )
+from gpufleet.config.dra import GpuClaim
 from gpufleet.config.model import ModelSpec
 from gpufleet.k8s_names import INT32_MAX
 
@@ -29,6 +30,13 @@ class GpuRequest(Model):
     visible_devices: str | None = None
     """platform-managed mode only: GPU indices the platform exposes (NVIDIA_VISIBLE_DEVICES), with no
     resource request (Azure Stack Edge MPS)."""
+    claim: GpuClaim | None = None
+    """gpuAllocation dra: the devices each pod claims (a ResourceClaimTemplate). Excludes count/shared/profile."""
+    shared_claim: DnsLabel | None = None
+    """gpuAllocation dra: the name of a `gpufleet:claims` entry the pods share (one ResourceClaim)."""
+
+    def uses_dra(self) -> bool:
+        return self.claim is not None or self.shared_claim is not None
 
 
 class Toleration(Model):

@@ -16,6 +16,7 @@ from gpufleet.render.labels import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DEVICE_PLUGIN_POD_APP,
+    GPU_PRESENT_LABEL,
     GFD_DEPLOY_LABEL,
     MIG_CONFIG_LABEL,
     MIG_CONFIGMAP,
@@ -33,7 +34,9 @@ def _yaml(doc: Any) -> str:
 
 def stack_namespace(cfg: StackConfig) -> str:
     """Namespace of the GPU stack's release and its ConfigMaps."""
-    return cfg.operator.namespace if cfg.mode == "operator" else cfg.device_plugin.namespace
+    if cfg.mode == "operator":
+        return cfg.operator.namespace
+    return cfg.dra_driver.namespace if cfg.uses_dra() else cfg.device_plugin.namespace
 
 
 def sharing_config_data(cfg: StackConfig) -> dict[str, str]:
@@ -138,8 +141,9 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
     driver: dict[str, Any] = {"enabled": op.driver.enabled}
     if op.driver.enabled:
         driver["version"] = op.driver.version
-    else:
-        driver["nvidiaDriverCRD"] = {"enabled": False}
+    # A GPUCluster does not install the driver itself: it comes from the host or from an NVIDIADriver CR.
+    if not op.driver.enabled or cfg.uses_dra():
+        driver["nvidiaDriverCRD"] = {"enabled": op.driver.enabled}
     values["driver"] = driver
     toolkit: dict[str, Any] = {"enabled": op.toolkit.enabled}
     env = cfg.cluster.runtime.toolkit_env()
@@ -163,7 +167,35 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
         values["validator"] = {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
     if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
         values["daemonsets"] = {"annotations": {CONFIG_HASH_ANNOTATION: config_hash(cfg)}}
+    if cfg.uses_dra():
+        # The DRA stack: a GPUCluster and no ClusterPolicy (the chart and the operator refuse both).
+        values["clusterPolicy"] = {"deployCR": False}
+        values["gpuCluster"] = {"deployCR": True}
+        values["draDriver"] = dra_driver_settings(cfg, operator=True)
     return values
+
+
+def dra_driver_settings(cfg: StackConfig, operator: bool) -> dict[str, Any]:
+    """Feature gates, compute domains and image pin, as gpu-operator's `draDriver` or the driver chart's values."""
+    d = cfg.dra_driver
+    out: dict[str, Any] = {}
+    if d.version is not None and operator:
+        out["version"] = d.version
+    elif d.version is not None:
+        out["image"] = {"tag": d.version}
+    if d.feature_gates:
+        out["featureGates"] = dict(sorted(d.feature_gates.items()))
+    if operator:
+        out["computeDomains"] = {"enabled": d.compute_domains}
+    return out
+
+
+def dra_driver_values(cfg: StackConfig) -> dict[str, Any]:
+    """dra-driver-nvidia-gpu chart values (standalone mode, gpuAllocation dra). The GPU part of the driver
+    needs `gpuResourcesEnabledOverride`: the chart refuses it otherwise because the device plugin could run
+    on the same nodes; gpufleet installs no device plugin in a DRA stack (docs/dra.md)."""
+    return {"resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": cfg.dra_driver.compute_domains}},
+            "gpuResourcesEnabledOverride": True, **dra_driver_settings(cfg, operator=False)}
 
 
 def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
@@ -187,11 +219,14 @@ def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
 
 
 def node_labels(cfg: StackConfig) -> dict[str, dict[str, str]]:
-    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection, and the
-    GPU stack's deploy labels where gpufleet runs mig-manager)."""
+    """node name -> the labels gpufleet sets on it (sharing profile and MIG geometry selection, the GPU
+    stack's deploy labels where gpufleet runs mig-manager, and nvidia.com/gpu.present for the standalone
+    DRA driver's kubelet plugin)."""
     out: dict[str, dict[str, str]] = {}
     for pool in cfg.node_pools:
         labels: dict[str, str] = gpu_client_deploy_labels(cfg, pool)
+        if cfg.mode == "standalone" and cfg.uses_dra():
+            labels[GPU_PRESENT_LABEL] = "true"  # where the driver chart's kubelet plugin runs (no NFD here)
         if pool.sharing:
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.sharing
         if pool.mig_geometry:

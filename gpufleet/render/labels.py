@@ -19,6 +19,9 @@ DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 GFD_DEPLOY_LABEL = "nvidia.com/gpu.deploy.gpu-feature-discovery"
 MIG_MANAGER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 PAUSED_FOR_MIG_CHANGE = "paused-for-mig-change"
+#: Set by gpu-operator on GPU nodes; one of the labels the DRA driver chart's kubelet plugin requires (the
+#: others come from NFD), so gpufleet sets it on a standalone DRA stack's listed nodes.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 #: The pod label mig-manager waits on (in DEFAULT_GPU_CLIENTS_NAMESPACE) before it touches MIG mode.
 DEVICE_PLUGIN_POD_APP = "nvidia-device-plugin-daemonset"
 

@@ -10,6 +10,7 @@ from gpufleet.config.workload_rules import default_port_name
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Probe, ServiceExposure
 from gpufleet.nvidia.model_memory import need_per_gpu, to_annotation
 from gpufleet.nvidia.sharing import workload_resource
+from gpufleet.render.claims import claim_template, container_claims, pod_claims
 from gpufleet.render.labels import (
     EXPECTED_GPU_MEMORY_ANNOTATION, MODEL_MEMORY_ANNOTATION, selector_labels, standard_labels,
 )
@@ -24,7 +25,7 @@ def namespace(name: str) -> dict[str, Any]:
 
 def gpu_resource(cfg: StackConfig, w) -> str | None:
     """The extended resource the workload's container requests (None: no GPU, or platform-pinned)."""
-    if w.gpu is None or w.gpu.visible_devices is not None:
+    if w.gpu is None or w.gpu.visible_devices is not None or w.gpu.uses_dra():
         return None
     pool = cfg.pool(w.node_pool)
     sharing = cfg.sharing_of_pool(pool) if pool else None
@@ -65,8 +66,9 @@ def _container(cfg: StackConfig, w, ports: list[dict[str, Any]], extra_env: list
     if w.resources.memory:
         requests["memory"] = w.resources.memory
         limits["memory"] = w.resources.memory
-    if limits or requests:
-        c["resources"] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    claims = container_claims(w)
+    if limits or requests or claims:
+        c["resources"] = {k: v for k, v in (("limits", limits), ("requests", requests), ("claims", claims)) if v}
     return c
 
 
@@ -104,6 +106,8 @@ def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[s
     if annotations:
         meta["annotations"] = annotations
     spec: dict[str, Any] = {**spec_extra, **_placement(cfg, w), "containers": [container]}
+    if pod_claims(w):
+        spec["resourceClaims"] = pod_claims(w)
     if w.image_pull_secrets:
         spec["imagePullSecrets"] = [{"name": n} for n in w.image_pull_secrets]
     return {"metadata": meta, "spec": spec}
@@ -159,7 +163,7 @@ def inference_service(cfg: StackConfig, w: InferenceService, managed_by: str = "
                   "metadata": {"name": w.name, "namespace": w.namespace, "labels": labels},
                   "spec": {"replicas": w.replicas, "selector": {"matchLabels": selector_labels(w.name)},
                            "template": _pod_template(cfg, w, labels, container)}}
-    objs = [*env_secret(w, labels), deployment]
+    objs = [*env_secret(w, labels), *claim_template(w, labels), deployment]
     if w.ports:
         sports = [{"name": _port_name(p.port, p.name), "port": p.port, "targetPort": p.target_port or p.port,
                    "protocol": p.protocol} for p in w.ports]
@@ -187,7 +191,7 @@ def notebook(cfg: StackConfig, w: Notebook, managed_by: str = "pulumi") -> list[
                            "template": _pod_template(cfg, w, labels, container)}}
     service = _service(w, labels, [{"name": "jupyter", "port": w.port, "targetPort": w.port, "protocol": "TCP"}],
                        w.service)
-    return [secret, *env_secret(w, labels), deployment, service]
+    return [secret, *env_secret(w, labels), *claim_template(w, labels), deployment, service]
 
 
 def batch_job(cfg: StackConfig, w: BatchJob, managed_by: str = "pulumi") -> list[dict[str, Any]]:
@@ -196,7 +200,7 @@ def batch_job(cfg: StackConfig, w: BatchJob, managed_by: str = "pulumi") -> list
     if w.ttl_seconds_after_finished is not None:
         spec["ttlSecondsAfterFinished"] = w.ttl_seconds_after_finished
     spec["template"] = _pod_template(cfg, w, labels, _container(cfg, w, []), restartPolicy="Never")
-    return [*env_secret(w, labels), {"apiVersion": "batch/v1", "kind": "Job",
+    return [*env_secret(w, labels), *claim_template(w, labels), {"apiVersion": "batch/v1", "kind": "Job",
                                      "metadata": {"name": w.name, "namespace": w.namespace, "labels": labels},
                                      "spec": spec}]
 

@@ -103,3 +103,14 @@ def test_standalone_mig_chart_objects_equal_the_pulumi_programs(tmp_path):
     job = chart[("Job", "ml", "train")]
     assert job["spec"]["template"]["spec"]["containers"][0]["env"] == [
         {"name": "TEMPLATE", "value": "{{ not a helm template }}"}]
+
+
+def test_dra_chart_holds_the_same_claims_claim_templates_and_workloads_as_the_pulumi_program(tmp_path):
+    chart = chart_objects_for(ROOT, "dra", tmp_path, ["explore"])
+    pulumi = pulumi_objects_for(ROOT, "dra")
+    assert {k for k in pulumi if k[0] in ("ResourceClaim", "ResourceClaimTemplate")} == {
+        ("ResourceClaim", "research", "shared-h100"), ("ResourceClaimTemplate", "serving", "llm-gpu"),
+        ("ResourceClaimTemplate", "research", "train-gpu")}
+    assert sorted(chart) == sorted(pulumi)
+    for key in pulumi:
+        assert chart[key] == pulumi[key], key

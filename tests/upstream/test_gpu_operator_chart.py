@@ -17,7 +17,8 @@ from tests.upstream import structural
 from tests.upstream.upstream_charts import by_kind, chart_archive, crd_schema, helm_template
 
 STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
-OPERATOR_STACKS = [s for s in STACKS if load_stack(s, ROOT).config.mode == "operator"]
+OPERATOR_STACKS = [s for s in STACKS if load_stack(s, ROOT).config.mode == "operator"
+                   and not load_stack(s, ROOT).config.uses_dra()]  # DRA stacks: test_dra_charts.py
 
 
 @pytest.fixture(scope="module")

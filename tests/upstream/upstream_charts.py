@@ -48,11 +48,12 @@ def chart_archive(chart: str, version: str | None = None) -> Path:
                 pytrace=False)
 
 
-def helm_template(archive: Path, release: str, namespace: str, values: dict[str, Any], tmp_path: Path) -> list[dict]:
-    """`helm template` of the archive with these values: every rendered object."""
+def helm_template(archive: Path, release: str, namespace: str, values: dict[str, Any], tmp_path: Path,
+                  *extra: str) -> list[dict]:
+    """`helm template` of the archive with these values (and extra flags): every rendered object."""
     values_file = tmp_path / f"{release}-values.yaml"
     values_file.write_text(yaml.safe_dump(values, sort_keys=False))
-    run = run_helm("template", release, str(archive), "--namespace", namespace, "--values", str(values_file))
+    run = run_helm("template", release, str(archive), "--namespace", namespace, "--values", str(values_file), *extra)
     assert run.returncode == 0, run.stderr
     return [d for d in yaml.safe_load_all(run.stdout) if d]
 
