@@ -27,8 +27,11 @@ from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.bounds import CutBound, Kind
 from gpufleet.scheduling.buckets import FreeState, Request
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import checked_request, failed_scheduling, pod_terms
-from gpufleet.scheduling.manifests import PodWorkload, workloads_of
+from gpufleet.scheduling.dra.claims import DraState, memory_mib
+from gpufleet.scheduling.dra.objects import dra_objects
+from gpufleet.scheduling.dra.place import schedule_one
+from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms
+from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.placement import ClusterState, SmallSearch
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
@@ -52,7 +55,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
     are BoundPods or Pod objects (terminal and unbound ones are ignored). Numbers may be ints, floats or
-    quantity strings.
+    quantity strings. DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate of
+    resource.k8s.io/v1) among the manifests are the devices and claims that pods with claims use.
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -60,6 +64,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         node_list = _nodes(nodes)
         workloads = workloads_of(manifests)
         check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
+        check.dra_base = DraState(dra_objects(flatten(manifests)))
+        check.dra = check.dra_base.copy()
         for w in workloads:
             check.result.checked.append(w.key)
             try:
@@ -108,6 +114,9 @@ class _Check:
         static = self.classes.static(signature, terms)
         key = (signature, tuple(sorted(requests.items())))
         reqs = self._per_class(key, static, requests)
+        if w.spec.get("resourceClaims"):
+            self._with_claims(w, key, static, reqs)
+            return
         wanted = w.replicas
         alone = self._alone.get((key, wanted))
         if alone is None:
@@ -138,6 +147,49 @@ class _Check:
             self.bound.add(kind, best)
         if not self._model_memory(w, static, requests):
             result.memory += _memory(w, self.nodes, requests, placements, result)
+
+    def _with_claims(self, w: PodWorkload, key: tuple, static: list[str | None], reqs: dict[int, Request]) -> None:
+        """A workload whose pods have DRA claims: placed one pod at a time, devices allocated per node."""
+        wanted, result = w.replicas, self.result
+        alone, _ = self._claims_run(w, static, reqs, self.dra_base.copy(), self.base.copy(), None)
+        placed, attempts = self._claims_run(w, static, reqs, self.dra, self.packed, self.spread)
+        for a in attempts:
+            if a.node is not None:
+                result.placements.append((w.key, self.nodes[a.node].name, 1))
+        if placed < wanted:
+            text = attempts[-1].message
+            if alone < wanted:
+                result.unschedulable.append(Unschedulable(w.key, "pending", wanted - placed, text))
+            else:
+                result.warnings.append(Warning(w.key, f"{wanted - placed} of {wanted} pods may stay Pending, "
+                                                      f"depending on where earlier workloads land: {text}"))
+        if placed:
+            kind = self._kinds.get(key)
+            if kind is None:
+                kind = self._kinds[key] = Kind(key, reqs)
+            self.search.add(reqs, placed)
+            self.bound.add(kind, placed)
+        expected = w.expected_gpu_memory_mib
+        for a in attempts:
+            budget = memory_mib(a.devices) if a.node is not None else None
+            if expected is not None and budget is not None and expected > budget:
+                text = (f"{w.key} expects {expected} MiB of GPU memory; the devices allocated to its claims on "
+                        f"node {self.nodes[a.node].name} have {budget} MiB")
+                result.warnings.append(Warning(w.key, text))
+                result.memory.append(MemoryProblem(w.key, expected, budget, text))
+                break
+
+    def _claims_run(self, w, static, reqs, dra, packed, spread):
+        """Place the workload's pods one by one until one stays Pending: (pods placed, attempts)."""
+        attempts = []
+        for _ in range(w.replicas):
+            a = schedule_one(dra, packed, self.nodes, self.classes.of, static, reqs, w.namespace, w.name, w.spec)
+            attempts.append(a)
+            if a.node is None:
+                break
+            if spread is not None and not fit_failures(*spread.free_of(a.node), reqs[self.classes.of[a.node]]):
+                spread.place_on(a.node, reqs[self.classes.of[a.node]])
+        return sum(a.node is not None for a in attempts), attempts
 
     def _model_memory(self, w: PodWorkload, static: list[str | None], requests: dict[str, int]) -> bool:
         """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
