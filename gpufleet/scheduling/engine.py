@@ -156,6 +156,7 @@ class _Check:
         for a in attempts:
             if a.node is not None:
                 result.placements.append((w.key, self.nodes[a.node].name, 1))
+                result.devices += [(w.key, self.nodes[a.node].name, d.label) for d in a.allocated]
         if placed < wanted:
             text = attempts[-1].message
             if alone < wanted:

@@ -119,8 +119,8 @@ class DraState:
         found = Allocator(self.objects.classes, pools, self.in_use).allocate([c for c, _ in needs.allocate])
         return CANNOT_ALLOCATE if found is None else found
 
-    def commit(self, node: Node, needs: Needs, result: list[list[tuple[str, Device]]]) -> list[Device]:
-        """Record a pod placed on `node`; the devices it uses (for GPU-memory budgets)."""
+    def commit(self, node: Node, needs: Needs, result: list[list[tuple[str, Device]]]) -> tuple[list[Device], list[Device]]:
+        """Record a pod placed on `node`: (the devices it uses, those newly allocated to it)."""
         pools = {(p.driver, p.name): p for p in self._pools.get(node.name) or ()}
         used: list[Device] = []
         for (claim, key), picked in zip(needs.allocate, result):
@@ -135,7 +135,7 @@ class DraState:
         for key, _ in needs.allocated:
             self.shared[key].consumers += 1
             used += self.shared[key].devices
-        return used
+        return used, [d for picked in result for _, d in picked]
 
 
 def memory_mib(devices: list[Device]) -> int | None:

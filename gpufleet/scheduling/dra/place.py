@@ -21,6 +21,9 @@ from gpufleet.scheduling.filters import failed_scheduling, fit_failures
 class Attempt:
     node: int | None
     devices: list[Device]
+    """The devices the pod uses (its claims', shared ones included)."""
+    allocated: list[Device]
+    """The devices allocated for this pod (not those of shared claims allocated before)."""
     message: str
     """Why the pod stays Pending (empty when placed)."""
 
@@ -31,9 +34,9 @@ def schedule_one(state: DraState, free: FreeState, nodes: list[Node], classes_of
     """Try one pod; on success its devices and node are recorded in `state` and `free`."""
     needs = state.needs(namespace, pod, spec)
     if needs.gated:
-        return Attempt(None, [], needs.gated)
+        return Attempt(None, [], [], needs.gated)
     if needs.prefilter:
-        return Attempt(None, [], f"0/{len(nodes)} nodes are available: {needs.prefilter}.")
+        return Attempt(None, [], [], f"0/{len(nodes)} nodes are available: {needs.prefilter}.")
     counts: dict[str, int] = {}
     feasible: list[tuple[int, list]] = []
     for i, node in enumerate(nodes):
@@ -43,7 +46,7 @@ def schedule_one(state: DraState, free: FreeState, nodes: list[Node], classes_of
             try:
                 found = state.filter(node, needs)
             except FilterError as e:
-                return Attempt(None, [], f'running "DynamicResources" filter plugin: {e}')
+                return Attempt(None, [], [], f'running "DynamicResources" filter plugin: {e}')
             if not isinstance(found, str):
                 feasible.append((i, found))
                 continue
@@ -51,7 +54,8 @@ def schedule_one(state: DraState, free: FreeState, nodes: list[Node], classes_of
         for r in reasons:
             counts[r] = counts.get(r, 0) + 1
     if not feasible:
-        return Attempt(None, [], failed_scheduling(counts, len(nodes)))
+        return Attempt(None, [], [], failed_scheduling(counts, len(nodes)))
     i, found = feasible[0]
     free.place_on(i, reqs[classes_of[i]])
-    return Attempt(i, state.commit(nodes[i], needs, found), "")
+    used, allocated = state.commit(nodes[i], needs, found)
+    return Attempt(i, used, allocated, "")

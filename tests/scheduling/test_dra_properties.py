@@ -1,0 +1,84 @@
+"""Random small DRA clusters: check never crashes and never hands one device to two claims."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpufleet.scheduling import check_workloads
+
+V1 = "resource.k8s.io/v1"
+PRODUCTS = ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")
+CLASS = {"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                                       "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}}
+
+
+def node(name: str) -> dict:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}
+
+
+devices = st.lists(st.tuples(st.sampled_from(PRODUCTS), st.sampled_from(("pci0", "pci1"))), max_size=4)
+requests = st.fixed_dictionaries({
+    "count": st.integers(1, 3), "all": st.booleans(), "product": st.none() | st.sampled_from(PRODUCTS),
+    "fallback": st.booleans(), "same_root": st.booleans(), "shared": st.booleans()})
+
+
+@st.composite
+def clusters(draw):
+    n = draw(st.integers(1, 3))
+    slices, pool_devices = [], []
+    for i in range(n):
+        devs = draw(devices)
+        slices.append({"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"s{i}"}, "spec": {
+            "driver": "gpu.nvidia.com", "nodeName": f"n{i}", "pool": {"name": f"n{i}", "generation": 1,
+                                                                      "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{j}", "attributes": {
+                "type": {"string": "gpu"}, "productName": {"string": p},
+                "resource.kubernetes.io/pcieRoot": {"string": r}}, "capacity": {"memory": {"value": "80Gi"}}}
+                for j, (p, r) in enumerate(devs)]}})
+        pool_devices += [(f"n{i}", f"gpu-{j}") for j in range(len(devs))]
+    taken = draw(st.lists(st.sampled_from(pool_devices), unique=True, max_size=3)) if pool_devices else []
+    existing = [{"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": f"old-{k}", "namespace": "ml"},
+                 "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+                 "status": {"allocation": {"devices": {"results": [
+                     {"request": "r", "driver": "gpu.nvidia.com", "pool": pool, "device": dev}]}}}}
+                for k, (pool, dev) in enumerate(taken)]
+    workloads = []
+    for k, r in enumerate(draw(st.lists(requests, min_size=1, max_size=4))):
+        exactly = {"deviceClassName": "gpu.nvidia.com"}
+        exactly.update({"allocationMode": "All"} if r["all"] else {"count": r["count"]})
+        if r["product"]:
+            exactly["selectors"] = [{"cel": {"expression": f"device.attributes['gpu.nvidia.com'].productName == "
+                                                           f"'{r['product']}'"}}]
+        request = {"name": "gpus", "exactly": exactly}
+        if r["fallback"]:
+            request = {"name": "gpus", "firstAvailable": [{"name": "first", **exactly},
+                                                          {"name": "one", "deviceClassName": "gpu.nvidia.com"}]}
+        devices_spec: dict = {"requests": [request]}
+        if r["same_root"]:
+            devices_spec["constraints"] = [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+        kind = "ResourceClaim" if r["shared"] else "ResourceClaimTemplate"
+        spec = {"devices": devices_spec} if r["shared"] else {"spec": {"devices": devices_spec}}
+        workloads.append({"apiVersion": V1, "kind": kind, "metadata": {"name": f"c{k}", "namespace": "ml"},
+                          "spec": spec})
+        ref = {"name": "gpus", ("resourceClaimName" if r["shared"] else "resourceClaimTemplateName"): f"c{k}"}
+        workloads.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"w{k}",
+                                                                                    "namespace": "ml"},
+                          "spec": {"replicas": draw(st.integers(1, 2)), "template": {"spec": {
+                              "resourceClaims": [ref], "containers": [{"name": "c", "image": "x"}]}}}})
+    return [node(f"n{i}") for i in range(n)], [CLASS, *slices, *existing, *workloads], taken
+
+
+@settings(max_examples=60, deadline=None)
+@given(clusters())
+def test_random_dra_clusters_never_crash_and_never_allocate_a_device_twice(cluster):
+    nodes, manifests, taken = cluster
+    result = check_workloads(nodes, [], manifests)
+    allocated = [device for _, _, device in result.devices]
+    assert len(allocated) == len(set(allocated))
+    assert not set(allocated) & {f"gpu.nvidia.com/{pool}/{dev}" for pool, dev in taken}
+    for _, node_name, device in result.devices:
+        assert device.split("/")[1] == node_name  # node-local pools: devices of the node the pod is on
+    assert len(result.checked) == sum(m["kind"] == "Deployment" for m in manifests)
