@@ -28,7 +28,7 @@ from gpufleet.scheduling.bounds import CutBound, Kind
 from gpufleet.scheduling.buckets import FreeState, Request
 from gpufleet.scheduling.classes import NodeClasses
 from gpufleet.scheduling.dra.claims import DraState, memory_mib
-from gpufleet.scheduling.dra.objects import dra_objects
+from gpufleet.capacity.dra import dra_objects
 from gpufleet.scheduling.dra.place import schedule_one
 from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of

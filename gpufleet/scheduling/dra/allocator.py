@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate
-from gpufleet.scheduling.dra.objects import Device
+from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.dra.pools import Pool
 
 CLAIM_LIMIT = 32

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.scheduling.dra.allocator import Allocator, Claim, missing_class
-from gpufleet.scheduling.dra.objects import Device, DraObjects
+from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.scheduling.dra.pools import Pool, node_pools
 from gpufleet.scheduling.filters import node_selector_matches
 

@@ -13,7 +13,7 @@ from gpufleet.capacity.model import Node
 from gpufleet.scheduling.buckets import FreeState, Request
 from gpufleet.scheduling.dra.allocator import FilterError
 from gpufleet.scheduling.dra.claims import DraState
-from gpufleet.scheduling.dra.objects import Device
+from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.filters import failed_scheduling, fit_failures
 
 

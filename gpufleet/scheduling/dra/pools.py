@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.capacity.model import Node
-from gpufleet.scheduling.dra.objects import Device
+from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.filters import node_selector_matches
 
 

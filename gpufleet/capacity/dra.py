@@ -1,4 +1,5 @@
-"""DRA API objects (resource.k8s.io/v1) read from manifests: type checks and the allocator's view of them.
+"""DRA API objects (resource.k8s.io/v1) from manifests, kubectl files or capacity.json: type checks and the
+allocator's view of them.
 
 `dra_errors` type-checks the fields the allocator reads, one `path: problem` line each. `DraObjects`
 collects DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates by name.
@@ -13,6 +14,8 @@ from gpufleet.capacity.shape import INT64_MAX, Shape, json_type, quantity_units
 
 API_VERSION = "resource.k8s.io/v1"
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+#: capacity.json key -> the kind of the raw API objects it holds.
+CAPACITY_KEYS = {"deviceClasses": "DeviceClass", "resourceSlices": "ResourceSlice", "resourceClaims": "ResourceClaim"}
 _INT64 = (-INT64_MAX - 1, INT64_MAX)
 _MODES = ("ExactCount", "All")
 
@@ -40,6 +43,28 @@ def dra_errors(obj: dict) -> list[str]:
         _claim_spec(shape, spec, "spec")
         _status(shape, shape.mapping(obj.get("status"), "status"))
     return shape.errors
+
+
+def with_kind(obj: dict, kind: str) -> dict:
+    """An item of an API list response (which leaves out kind and apiVersion) as a whole object."""
+    return {"apiVersion": API_VERSION, "kind": kind, **obj}
+
+
+def split_dra(items: list) -> tuple[list, list[dict]]:
+    """(other items, DRA objects) of a kubectl List's items, e.g. `kubectl get pods,resourceclaims -A -o json`."""
+    dra = [i for i in items if isinstance(i, dict) and i.get("kind") in DRA_KINDS]
+    return [i for i in items if not (isinstance(i, dict) and i.get("kind") in DRA_KINDS)], dra
+
+
+def labelled_errors(obj: dict, where: str, prefix: str = "") -> list[str]:
+    """dra_errors as `Kind/name: path: problem` lines (`where` when the object has no usable name)."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    label = where
+    if isinstance(name, str) and name:
+        label = f"{obj.get('kind')}/{ns}/{name}" if isinstance(ns, str) and ns else f"{obj.get('kind')}/{name}"
+        label = f"{prefix} ({label})" if prefix else label
+    return [f"{label}: {e}" for e in dra_errors(obj)]
 
 
 def _required(shape: Shape, value: Any, path: str) -> str | None:
