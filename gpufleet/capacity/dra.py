@@ -116,9 +116,10 @@ def _attribute(shape: Shape, value: Any, path: str) -> None:
         return
     kind = given[0]
     v = attr[kind]
-    if not isinstance(v, _ATTRIBUTE_TYPES[kind]) or (kind == "int" and isinstance(v, bool)):
-        shape.fail(f"{path}.{kind}", f"must be {'an integer' if kind == 'int' else 'a ' + ('boolean' if kind == 'bool' else 'string')}, "
-                                     f"not {json_type(v)}")
+    if kind == "int":
+        shape.integer(v, f"{path}.int", _INT64)
+    elif not isinstance(v, _ATTRIBUTE_TYPES[kind]):
+        shape.fail(f"{path}.{kind}", f"must be {'true or false' if kind == 'bool' else 'a string'}, not {json_type(v)}")
 
 
 def _claim_spec(shape: Shape, spec: dict, path: str) -> None:

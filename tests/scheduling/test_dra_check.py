@@ -261,3 +261,26 @@ def test_a_bad_dra_object_is_an_input_error_naming_file_object_and_field(tmp_pat
     assert outcome.code == 2
     assert outcome.err.strip() == (f"{path}: ResourceClaimTemplate/ml/t: spec.spec.devices.requests[0].exactly.count: "
                                    "must be an integer, not the string 'three'")
+
+
+def test_a_search_past_its_budget_is_the_schedulers_timeout(tmp_path, monkeypatch):
+    import gpufleet.scheduling.dra.allocator as allocator
+
+    monkeypatch.setattr(allocator, "SEARCH_BUDGET", 3)
+    code, result = check(tmp_path, [template("t", [gpus(4)]),
+                                    pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])])
+    assert code == 1
+    assert messages(result) == {"Pod/ml/trainer": "0/2 nodes are available: 2 timed out trying to allocate devices."}
+
+
+def test_devices_that_consume_counters_are_never_allocated(tmp_path):
+    slices = json.loads((DRA / "resourceslices.json").read_text())
+    for s in slices["items"]:
+        for d in s["spec"]["devices"]:
+            d["consumesCounters"] = [{"counterSet": "gpu", "counters": {"memory": {"value": "80Gi"}}}]
+    path = tmp_path / "slices.json"
+    path.write_text(json.dumps(slices))
+    code, result = check(tmp_path, [template("t", [gpus(1)]),
+                                    pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])],
+                         inputs=[DRA / "deviceclasses.yaml", path])
+    assert messages(result) == {"Pod/ml/trainer": "0/2 nodes are available: 2 cannot allocate all claims."}

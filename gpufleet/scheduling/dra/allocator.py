@@ -24,8 +24,8 @@ class FilterError(Exception):
     """The filter returns an error (not "unschedulable"): the whole scheduling attempt fails."""
 
 
-class _OutOfTime(Exception):
-    pass
+class OutOfBudget(Exception):
+    """The search took more than SEARCH_BUDGET steps (the scheduler's filter times out instead)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class Allocator:
         """Devices per claim as (request, device), or None when the claims cannot all be allocated here.
 
         Raises FilterError as the scheduler's filter errors (CEL errors, invalid pools, claim limit) and
-        returns None when the search runs out of its budget (the filter's timeout).
+        OutOfBudget when the search runs out of steps.
         """
         for claim in claims:
             problem = claim_limit_error(claim)
@@ -158,11 +158,7 @@ class Allocator:
         taken: set[tuple[str, str, str]] = set()
         fixed: list[dict[int, tuple]] = [{} for _ in claims]
         self.steps = 0
-        try:
-            ok = self._slot(claims, slots, 0, picked, taken, fixed)
-        except _OutOfTime:
-            return None
-        return picked if ok else None
+        return picked if self._slot(claims, slots, 0, picked, taken, fixed) else None
 
     def _slot(self, claims, slots, k, picked, taken, fixed) -> bool:
         if k == len(slots):
@@ -205,7 +201,7 @@ class Allocator:
     def _tick(self) -> None:
         self.steps += 1
         if self.steps > SEARCH_BUDGET:
-            raise _OutOfTime
+            raise OutOfBudget
 
     def _take(self, claim, alt, c, left, start, picked, taken, fixed, rest) -> bool:
         if left == 0:

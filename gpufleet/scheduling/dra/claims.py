@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
-from gpufleet.scheduling.dra.allocator import Allocator, Claim, missing_class
+from gpufleet.scheduling.dra.allocator import Allocator, Claim, OutOfBudget, missing_class
 from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.scheduling.dra.pools import Pool, node_pools
 from gpufleet.scheduling.filters import node_selector_matches
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
+TIMED_OUT = "timed out trying to allocate devices"
 RESERVED_FOR_MAX = 256
 _NAME_MAX = 57
 
@@ -116,7 +117,10 @@ class DraState:
         pools = self._pools.get(node.name)
         if pools is None:
             pools = self._pools[node.name] = node_pools(self.objects.slices, node)
-        found = Allocator(self.objects.classes, pools, self.in_use).allocate([c for c, _ in needs.allocate])
+        try:
+            found = Allocator(self.objects.classes, pools, self.in_use).allocate([c for c, _ in needs.allocate])
+        except OutOfBudget:
+            return TIMED_OUT
         return CANNOT_ALLOCATE if found is None else found
 
     def commit(self, node: Node, needs: Needs, result: list[list[tuple[str, Device]]]) -> tuple[list[Device], list[Device]]:

@@ -48,6 +48,8 @@ def node_pools(slices: list[dict], node: Node) -> list[Pool]:
                 if d["name"] in seen:
                     invalid = invalid or f"duplicate device name {d['name']}"
                 seen.add(d["name"])
+                if d.get("consumesCounters"):
+                    continue  # never allocated while DRAPartitionableDevices is off (the 1.34 default)
                 devices.append(Device(driver, name, d["name"], d.get("attributes") or {}, d.get("capacity") or {}))
         local = all(s.get("nodeName") for s in current)
         pools.append(Pool(driver, name, tuple(devices), len(current) == wanted, invalid, local))
