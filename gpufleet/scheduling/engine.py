@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 from typing import Iterable, Sequence
 
+from gpufleet.capacity.dra import dra_objects
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
@@ -27,9 +28,6 @@ from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.bounds import CutBound, Kind
 from gpufleet.scheduling.buckets import FreeState, Request
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.dra.claims import DraState, memory_mib
-from gpufleet.capacity.dra import dra_objects
-from gpufleet.scheduling.dra.place import schedule_one
 from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.placement import ClusterState, SmallSearch
@@ -64,8 +62,11 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         node_list = _nodes(nodes)
         workloads = workloads_of(manifests)
         check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
-        check.dra_base = DraState(dra_objects(flatten(manifests)))
-        check.dra = check.dra_base.copy()
+        if any(w.spec.get("resourceClaims") for w in workloads):
+            from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
+
+            check.dra_base = DraState(dra_objects(flatten(manifests)))
+            check.dra = check.dra_base.copy()
         for w in workloads:
             check.result.checked.append(w.key)
             try:
@@ -150,6 +151,8 @@ class _Check:
 
     def _with_claims(self, w: PodWorkload, key: tuple, static: list[str | None], reqs: dict[int, Request]) -> None:
         """A workload whose pods have DRA claims: placed one pod at a time, devices allocated per node."""
+        from gpufleet.scheduling.dra.claims import memory_mib
+
         wanted, result = w.replicas, self.result
         alone, _ = self._claims_run(w, static, reqs, self.dra_base.copy(), self.base.copy(), None)
         placed, attempts = self._claims_run(w, static, reqs, self.dra, self.packed, self.spread)
@@ -182,6 +185,8 @@ class _Check:
 
     def _claims_run(self, w, static, reqs, dra, packed, spread):
         """Place the workload's pods one by one until one stays Pending: (pods placed, attempts)."""
+        from gpufleet.scheduling.dra.place import schedule_one
+
         attempts = []
         for _ in range(w.replicas):
             a = schedule_one(dra, packed, self.nodes, self.classes.of, static, reqs, w.namespace, w.name, w.spec)
