@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.scheduling import check_workloads
@@ -82,3 +82,57 @@ def test_random_dra_clusters_never_crash_and_never_allocate_a_device_twice(clust
     for _, node_name, device in result.devices:
         assert device.split("/")[1] == node_name  # node-local pools: devices of the node the pod is on
     assert len(result.checked) == sum(m["kind"] == "Deployment" for m in manifests)
+    shared = {m["metadata"]["name"][1:] for m in manifests if m["kind"] == "ResourceClaim"
+              and not m["metadata"]["name"].startswith("old-")}
+    for k in shared:  # the consumers of a shared claim all run where its devices are
+        assert len({n for w, n, _ in result.placements if w == f"Deployment/ml/w{k}"}) <= 1
+
+
+def _damageable() -> list[dict]:
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    dra = Path(__file__).parents[1] / "fixtures" / "dra"
+    slices = json.loads((dra / "resourceslices.json").read_text())["items"]
+    slices[0]["spec"]["devices"] = slices[0]["spec"]["devices"][:2]
+    claim = json.loads((dra / "resourceclaims.json").read_text())["items"][0]
+    tmpl = {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "ml"},
+            "spec": {"spec": {"devices": {
+                "requests": [{"name": "gpus", "firstAvailable": [
+                    {"name": "big", "deviceClassName": "gpu.nvidia.com", "count": 2, "selectors": [
+                        {"cel": {"expression": "device.capacity['gpu.nvidia.com'].memory.isGreaterThan("
+                                               "quantity('40Gi'))"}}]},
+                    {"name": "any", "deviceClassName": "gpu.nvidia.com"}]}],
+                "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}}
+    workload = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {
+        "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "t"}],
+        "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "gpus"}]}}]}}
+    return [*yaml.safe_load_all((dra / "deviceclasses.yaml").read_text()), slices[0], claim, tmpl, workload]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_dra_objects_are_exit_2_naming_the_file_never_a_crash(tmp_path, data):
+    import json
+
+    import yaml
+
+    from tests.cli.run_inprocess import run
+    from tests.mutations import mutated
+
+    docs = _damageable()
+    k = data.draw(st.integers(0, len(docs) - 1))
+    docs[k] = data.draw(mutated(docs[k]))
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"kind": "List", "apiVersion": "v1", "items": [node("dra-node-a"), node("x")]}))
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump_all(docs))
+    outcome = run("check", "--json", "--nodes", nodes, app)
+    assert "Traceback" not in outcome.err
+    assert outcome.code in (0, 1, 2), outcome
+    if outcome.code == 2:
+        assert all(str(app) in line or str(nodes) in line for line in outcome.err.strip().splitlines()), outcome.err
+    else:
+        assert json.loads(outcome.out)["fits"] is (outcome.code == 0)
