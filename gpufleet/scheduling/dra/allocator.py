@@ -99,17 +99,20 @@ def _lookup(device: Device, name: str):
 class Allocator:
     """One node's allocation state: its pools, the devices in use, the classes."""
 
-    def __init__(self, classes: dict[str, dict], pools: list[Pool], in_use: set[tuple[str, str, str]]):
+    def __init__(self, classes: dict[str, dict], pools: list[Pool], in_use: set[tuple[str, str, str]],
+                 selected: dict[tuple, bool] | None = None, activations: dict[tuple, dict] | None = None):
+        """`selected` and `activations` may be shared between allocators (CEL is pure: a device passes
+        the same selectors every time), which saves evaluating them per pod and node."""
         self.classes, self.pools, self.in_use = classes, pools, in_use
         self.devices = [d for p in pools for d in p.devices]
-        self._match: dict[tuple, bool] = {}
-        self._activation: dict[tuple, dict] = {}
+        self._match: dict[tuple, bool] = {} if selected is None else selected
+        self._activation: dict[tuple, dict] = {} if activations is None else activations
         self.steps = 0
 
     # -- selectors ------------------------------------------------------------------------------------------
 
     def _selected(self, device: Device, claim: Claim, alt: Alternative) -> bool:
-        key = (device.key, claim.label, alt.request)
+        key = (device.key, alt.class_name, alt.selectors)
         found = self._match.get(key)
         if found is None:
             found = self._match[key] = self._evaluate(device, claim, alt)

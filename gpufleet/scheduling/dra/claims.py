@@ -65,10 +65,13 @@ class DraState:
             self.in_use |= {(r["driver"], r["pool"], r["device"]) for r in results if not r.get("adminAccess")}
             self.shared[key] = Shared(allocation.get("nodeSelector"), [], len(status.get("reservedFor") or ()))
         self._pools: dict[str, list[Pool]] = {}
+        self._selected: dict[tuple, bool] = {}
+        self._activations: dict[tuple, dict] = {}
 
     def copy(self) -> "DraState":
         twin = DraState.__new__(DraState)
         twin.objects, twin.in_use, twin._pools = self.objects, set(self.in_use), self._pools
+        twin._selected, twin._activations = self._selected, self._activations
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         return twin
 
@@ -118,7 +121,8 @@ class DraState:
         if pools is None:
             pools = self._pools[node.name] = node_pools(self.objects.slices, node)
         try:
-            found = Allocator(self.objects.classes, pools, self.in_use).allocate([c for c, _ in needs.allocate])
+            allocator = Allocator(self.objects.classes, pools, self.in_use, self._selected, self._activations)
+            found = allocator.allocate([c for c, _ in needs.allocate])
         except OutOfBudget:
             return TIMED_OUT
         return CANNOT_ALLOCATE if found is None else found
