@@ -208,8 +208,9 @@ def test_cel_compile_error_names_the_selector(tmp_path):
     code, result = check(tmp_path, [template("t", [gpus(1, selectors=("device.driver ==",))]),
                                     pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])])
     assert code == 1
-    assert messages(result)["Pod/ml/trainer"].startswith(
-        'running "DynamicResources" filter plugin: claim ml/trainer-gpus-: selector #0: CEL compile error: ')
+    assert messages(result) == {"Pod/ml/trainer": 'running "DynamicResources" filter plugin: claim ml/trainer-gpus-: '
+                                                  'selector #0: CEL compile error: ERROR: <input>:1:15: Syntax '
+                                                  'error: unexpected end of expression'}
 
 
 def test_quantity_and_semver_selectors(tmp_path):

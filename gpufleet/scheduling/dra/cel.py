@@ -152,7 +152,18 @@ def compile_selector(expression: str):
     try:
         return _ENV.program(_ENV.compile(expression), functions=FUNCTIONS)
     except Exception as e:  # cel-python raises parse errors of several types
-        raise CelError(" ".join(str(e).split()) or type(e).__name__) from e
+        raise CelError(_syntax_error(e)) from e
+
+
+def _syntax_error(e: Exception) -> str:
+    """cel-go's form: `ERROR: <input>:1:17: Syntax error: ...` (where cel-python says where)."""
+    line, column = getattr(e, "line", None), getattr(e, "column", None)
+    if line is None or column is None:
+        return " ".join(str(e).split()) or type(e).__name__
+    cause = e.__context__
+    token = getattr(cause, "token", None) or getattr(cause, "char", None)
+    found = f"unexpected {str(token)!r}" if token else "unexpected end of expression"
+    return f"ERROR: <input>:{line}:{column}: Syntax error: {found}"
 
 
 def _value(v: dict, name: str) -> Any:
