@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 from typing import Iterable, Sequence
 
-from gpufleet.capacity.dra import dra_objects
+from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
@@ -65,7 +65,11 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
 
-            check.dra_base = DraState(dra_objects(flatten(manifests)))
+            objects = [o for o in flatten(manifests) if o.get("kind") in DRA_KINDS]
+            problems = [e for i, o in enumerate(objects) for e in labelled_errors(o, f"DRA object {i + 1}")]
+            if problems:  # objects from the Python API (the CLI has refused them already)
+                raise InputError("\n".join(problems))
+            check.dra_base = DraState(dra_objects(objects))
             check.dra = check.dra_base.copy()
         for w in workloads:
             check.result.checked.append(w.key)
@@ -91,6 +95,7 @@ class _Check:
         self.search = SmallSearch(base, self.classes)
         self.bound = CutBound(self.base)
         self.result = CheckResult()
+        self.dra_base = self.dra = None  # DraStates, when pods have DRA claims
         self._requests: dict[tuple, dict[int, Request]] = {}
         self._alone: dict[tuple, int] = {}
         self._kinds: dict[tuple, Kind] = {}

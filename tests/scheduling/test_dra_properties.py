@@ -136,3 +136,16 @@ def test_damaged_dra_objects_are_exit_2_naming_the_file_never_a_crash(tmp_path, 
         assert all(str(app) in line or str(nodes) in line for line in outcome.err.strip().splitlines()), outcome.err
     else:
         assert json.loads(outcome.out)["fits"] is (outcome.code == 0)
+
+
+def test_a_bad_dra_object_given_to_the_python_api_is_an_input_error():
+    import pytest
+
+    from gpufleet.errors import InputError
+
+    broken = {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": "planned-0"},
+              "spec": {"driver": "gpu.nvidia.com", "nodeName": "n0", "pool": {"name": "n0"}, "devices": [{}]}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "resourceClaims": [{"name": "g", "resourceClaimName": "c"}], "containers": [{"name": "c", "image": "x"}]}}
+    with pytest.raises(InputError, match=r"^ResourceSlice/planned-0: spec.devices\[0\].name: Required value$"):
+        check_workloads([node("n0")], [], [CLASS, broken, pod])
