@@ -148,3 +148,12 @@ def test_live_cluster_lists_resource_k8s_io_v1_with_kinds(monkeypatch, tmp_path)
         ("DeviceClass", "gpu.nvidia.com"), ("ResourceSlice", "dra-node-a-gpu.nvidia.com-x7k2p")]
     monkeypatch.setattr(client, "ResourceV1Api", lambda api: _Served(api, served=False))
     assert cluster.dra() == []  # an API server without resource.k8s.io/v1 has no DRA objects
+
+
+def test_report_reads_the_dra_objects_of_capacity_json_as_check_does(tmp_path):
+    out = tmp_path / "capacity.json"
+    dra = kubectl_list(tmp_path / "dra.json", CLASSES + SLICES + CLAIMS)
+    assert run("discover", "--out", out, "--nodes", DRA / "nodes.json", "--dra", dra).code == 0
+    made = run("report", "--out", tmp_path / "r.html", "--nodes", out, workload(tmp_path))
+    assert made.code == 0, made.err
+    assert "1 cannot allocate all claims" in (tmp_path / "r.html").read_text()
