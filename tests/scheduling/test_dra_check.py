@@ -285,3 +285,33 @@ def test_devices_that_consume_counters_are_never_allocated(tmp_path):
                                     pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])],
                          inputs=[DRA / "deviceclasses.yaml", path])
     assert messages(result) == {"Pod/ml/trainer": "0/2 nodes are available: 2 cannot allocate all claims."}
+
+
+def test_first_available_h100_else_a100_gets_the_a100_once_the_h100s_are_taken():
+    from gpufleet.scheduling import check_workloads
+
+    slices = json.loads((DRA / "resourceslices.json").read_text())["items"]
+    a100 = json.loads(json.dumps(slices[1]))
+    a100["metadata"]["name"], a100["spec"]["nodeName"], a100["spec"]["pool"]["name"] = "a100", "a100-node", "a100-node"
+    for d in a100["spec"]["devices"]:
+        d["attributes"]["productName"] = {"string": "NVIDIA A100-SXM4-80GB"}
+    nodes = json.loads((DRA / "nodes.json").read_text())["items"]
+    extra = json.loads(json.dumps(nodes[1]))
+    extra["metadata"] = {"name": "a100-node", "labels": {"kubernetes.io/hostname": "a100-node"}}
+    product = "device.attributes['gpu.nvidia.com'].productName.startsWith('{}')"
+    prio = {"name": "gpu", "firstAvailable": [
+        {"name": "h100", "deviceClassName": "gpu.nvidia.com", "count": 4,
+         "selectors": [{"cel": {"expression": product.format("NVIDIA H100")}}]},
+        {"name": "a100", "deviceClassName": "gpu.nvidia.com", "count": 4,
+         "selectors": [{"cel": {"expression": product.format("NVIDIA A100")}}]}]}
+    classes = list(yaml.safe_load_all((DRA / "deviceclasses.yaml").read_text()))
+    claims = json.loads((DRA / "resourceclaims.json").read_text())["items"]
+    deployment = pod("trainer", [{"name": "gpu", "resourceClaimTemplateName": "prio"}], kind="Deployment",
+                     replicas=3)
+    result = check_workloads([*nodes, extra], [], [*classes, *slices, a100, *claims, template("prio", [prio]),
+                                                   deployment])
+    assert result.fits
+    # 10 H100s are free: two pods get 4 H100s each on dra-node-b; the third falls back to 4 A100s.
+    assert sorted((node, device.split("/")[2]) for _, node, device in result.devices)[:4] == [
+        ("a100-node", f"gpu-{i}") for i in range(4)]
+    assert sorted({node for _, node, _ in result.devices}) == ["a100-node", "dra-node-b"]
