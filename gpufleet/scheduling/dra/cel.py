@@ -76,7 +76,7 @@ def _quantity(text: Any) -> Quantity:
     try:
         return Quantity(str(text))
     except InputError as e:
-        raise ValueError(f"quantities must match the regular expression: {e}") from e
+        raise ValueError(str(e)) from e
 
 
 def _semver(text: Any, normalize: Any = False) -> Semver:
@@ -223,4 +223,6 @@ def _runtime_text(e: Exception) -> str:
         return f"no such key: {text.split(': ', 1)[1].strip(chr(39))}"
     if len(args) > 1 and args[1] is TypeError:
         return "no such overload"
+    if len(args) > 2 and args[1] is ValueError and args[2]:  # a function refusing its argument: its own words
+        return str(args[2][0])
     return text
