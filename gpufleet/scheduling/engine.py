@@ -194,7 +194,7 @@ class _Check:
 
         attempts = []
         for _ in range(w.replicas):
-            a = schedule_one(dra, packed, self.nodes, self.classes.of, static, reqs, w.namespace, w.name, w.spec)
+            a = schedule_one(dra, packed, self.nodes, static, reqs, w.namespace, w.name, w.spec)
             attempts.append(a)
             if a.node is None:
                 break

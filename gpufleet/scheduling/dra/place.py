@@ -28,34 +28,44 @@ class Attempt:
     """Why the pod stays Pending (empty when placed)."""
 
 
-def schedule_one(state: DraState, free: FreeState, nodes: list[Node], classes_of: list[int],
-                 static: list[str | None], reqs: dict[int, Request], namespace: str, pod: str,
-                 spec: dict) -> Attempt:
-    """Try one pod; on success its devices and node are recorded in `state` and `free`."""
+def schedule_one(state: DraState, free: FreeState, nodes: list[Node], static: list[str | None],
+                 reqs: dict[int, Request], namespace: str, pod: str, spec: dict) -> Attempt:
+    """Try one pod; on success its devices and node are recorded in `state` and `free`.
+
+    NodeResourcesFit is decided per bucket of identical free capacity (gpufleet.scheduling.buckets), the
+    DynamicResources filter per node that passes it; the pod goes to the first such node in input order.
+    """
     needs = state.needs(namespace, pod, spec)
     if needs.gated:
         return Attempt(None, [], [], needs.gated)
     if needs.prefilter:
         return Attempt(None, [], [], f"0/{len(nodes)} nodes are available: {needs.prefilter}.")
     counts: dict[str, int] = {}
+
+    def count(reason: str, n: int) -> None:
+        counts[reason] = counts.get(reason, 0) + n
+
     feasible: list[tuple[int, list]] = []
-    for i, node in enumerate(nodes):
-        c = classes_of[i]
-        reasons = [static[c]] if static[c] is not None else fit_failures(*free.free_of(i), reqs[c])
-        if not reasons:
-            try:
-                found = state.filter(node, needs)
-            except FilterError as e:
-                return Attempt(None, [], [], f'running "DynamicResources" filter plugin: {e}')
-            if not isinstance(found, str):
-                feasible.append((i, found))
-                continue
-            reasons = [found]
-        for r in reasons:
-            counts[r] = counts.get(r, 0) + 1
+    for c, members in enumerate(free.classes.members):
+        if static[c] is not None:
+            count(static[c], len(members))
+            continue
+        for bucket in list(free.by_class[c].values()):
+            reasons = fit_failures(bucket.free, bucket.pods_free, reqs[c])
+            for r in reasons:
+                count(r, len(bucket.nodes))
+            for i in ([] if reasons else bucket.nodes):
+                try:
+                    found = state.filter(nodes[i], needs)
+                except FilterError as e:
+                    return Attempt(None, [], [], f'running "DynamicResources" filter plugin: {e}')
+                if isinstance(found, str):
+                    count(found, 1)
+                else:
+                    feasible.append((i, found))
     if not feasible:
         return Attempt(None, [], [], failed_scheduling(counts, len(nodes)))
-    i, found = feasible[0]
-    free.place_on(i, reqs[classes_of[i]])
+    i, found = min(feasible, key=lambda f: f[0])
+    free.place_on(i, reqs[free.classes.of[i]])
     used, allocated = state.commit(nodes[i], needs, found)
     return Attempt(i, used, allocated, "")
