@@ -315,3 +315,15 @@ def test_first_available_h100_else_a100_gets_the_a100_once_the_h100s_are_taken()
     assert sorted((node, device.split("/")[2]) for _, node, device in result.devices)[:4] == [
         ("a100-node", f"gpu-{i}") for i in range(4)]
     assert sorted({node for _, node, _ in result.devices}) == ["a100-node", "dra-node-b"]
+
+
+def test_a_pod_joining_an_allocated_claim_gets_its_devices_memory(tmp_path):
+    # ml/train-0-gpus-8bq4r already holds 6 H100s on dra-node-a; a second consumer follows it there.
+    joined = [{"name": "gpus", "resourceClaimName": "train-0-gpus-8bq4r"}]
+    code, result = check(tmp_path, [pod("helper", joined, annotations={
+        "gpufleet.io/expected-gpu-memory-mib": "600000"})])
+    assert code == 0
+    assert [(m["expectedMiB"], m["availableMiB"]) for m in result["memoryBudget"]] == [(600000, 6 * 81559)]
+    code, result = check(tmp_path, [pod("helper", joined, node="dra-node-b")])
+    assert messages(result) == {"Pod/ml/helper": "0/2 nodes are available: 1 node(s) didn't match Pod's node "
+                                                 "affinity/selector, 1 resourceclaim not available on the node."}

@@ -56,6 +56,8 @@ class DraState:
         self.objects = objects
         self.in_use: set[tuple[str, str, str]] = set()
         self.shared: dict[tuple[str, str], Shared] = {}
+        published = {(spec.get("driver"), (spec.get("pool") or {}).get("name"), d.get("name")): (spec, d)
+                     for spec in objects.slices for d in spec.get("devices") or ()}
         for key, claim in objects.claims.items():
             status = claim.get("status") or {}
             allocation = status.get("allocation")
@@ -63,7 +65,10 @@ class DraState:
                 continue
             results = ((allocation.get("devices") or {}).get("results")) or ()
             self.in_use |= {(r["driver"], r["pool"], r["device"]) for r in results if not r.get("adminAccess")}
-            self.shared[key] = Shared(allocation.get("nodeSelector"), [], len(status.get("reservedFor") or ()))
+            found = [published[k] for k in ((r["driver"], r["pool"], r["device"]) for r in results) if k in published]
+            devices = [Device(spec["driver"], spec["pool"]["name"], d["name"], d.get("attributes") or {},
+                              d.get("capacity") or {}) for spec, d in found]
+            self.shared[key] = Shared(allocation.get("nodeSelector"), devices, len(status.get("reservedFor") or ()))
         self._pools: dict[str, list[Pool]] = {}
         self._selected: dict[tuple, bool] = {}
         self._activations: dict[tuple, dict] = {}
