@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpufleet.capacity.dra import CAPACITY_KEYS, labelled_errors, split_dra, with_kind
 from gpufleet.capacity.kubectl import read_objects
 from gpufleet.capacity.model import FORMAT, Capacity
 from gpufleet.capacity.shape import INT64_MAX, Shape
@@ -25,8 +26,15 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
     errors: list[str] = []
     node_doc = _attempt(errors, read_json, nodes, NODES_WHAT)
     pod_items: list = []
+    dra: list[dict] = []
     if pods is not None:
-        pod_items = _attempt(errors, lambda: list_items(read_json(pods, PODS_WHAT), pods, "pods")) or []
+        pod_doc = _attempt(errors, read_json, pods, PODS_WHAT)
+        pod_doc, found = _without_dra(pod_doc)
+        dra += _checked_dra(found, pods, errors)
+        if pod_doc is not None:
+            pod_items = _attempt(errors, list_items, pod_doc, pods, "pods") or []
+    node_doc, found = _without_dra(node_doc)
+    dra += _checked_dra(found, nodes, errors)
     capacity: Capacity | None = None
     node_items: list = []
     if isinstance(node_doc, dict) and "format" in node_doc:
@@ -34,6 +42,7 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
         errors += [f"{nodes}: {p}" for p in problems]
         if not problems:
             capacity = Capacity.from_json(_filled(node_doc), str(nodes))
+            capacity.dra += dra
     elif node_doc is not None:
         node_items = _attempt(errors, list_items, node_doc, nodes, "nodes") or []
     found_nodes, found_pods, problems = read_objects(node_items, pod_items, str(nodes), str(pods))
@@ -45,7 +54,21 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
     if capacity is not None:
         capacity.pods += found_pods
         return capacity
-    return Capacity("kubernetes", found_nodes, found_pods)
+    return Capacity("kubernetes", found_nodes, found_pods, dra)
+
+
+def _without_dra(doc: Any) -> tuple[Any, list[dict]]:
+    """A kubectl List's DRA objects apart (`kubectl get pods,resourceclaims -A -o json`), and the rest."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list) or "format" in doc:
+        return doc, []
+    rest, dra = split_dra(doc["items"])
+    return ({**doc, "items": rest} if rest or not dra else None), dra
+
+
+def _checked_dra(objects: list[dict], path: Path, errors: list[str]) -> list[dict]:
+    for i, obj in enumerate(objects):
+        errors += [f"{path}: {e}" for e in labelled_errors(obj, f"items[{i}]")]
+    return objects
 
 
 def _filled(doc: dict) -> dict:
@@ -91,6 +114,12 @@ def capacity_file_errors(doc: dict) -> list[str]:
         for part in ("containerRuntime", "kubeletVersion"):
             shape.string(node.get(part), f"{path}.{part}")
         _gpus(shape, node.get("gpus"), f"{path}.gpus")
+    for key, kind in CAPACITY_KEYS.items():
+        for path, obj in shape.objects(doc.get(key), key):
+            if obj.get("kind", kind) != kind:
+                shape.fail(f"{path}.kind", f"{key} holds {kind} objects, not {obj.get('kind')!r}")
+            else:
+                shape.errors += labelled_errors(with_kind(obj, kind), path, path)
     for path, pod in shape.objects(doc.get("pods"), "pods"):
         for part in ("namespace", "name", "node"):
             _required_string(shape, pod.get(part), f"{path}.{part}")

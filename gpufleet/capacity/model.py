@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.capacity.dra import CAPACITY_KEYS, with_kind
 from gpufleet.discovery.types import GpuFacts
 from gpufleet.errors import InputError
 
@@ -84,10 +85,17 @@ class Capacity:
     source: str
     nodes: list[Node]
     pods: list[BoundPod] = field(default_factory=list)
+    dra: list[dict] = field(default_factory=list)
+    """DRA objects (DeviceClass, ResourceSlice, ResourceClaim of resource.k8s.io/v1) as the API has them."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
-                "pods": [p.to_json() for p in self.pods]}
+        out = {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
+               "pods": [p.to_json() for p in self.pods]}
+        for key, kind in CAPACITY_KEYS.items():
+            found = [o for o in self.dra if o.get("kind") == kind]
+            if found:
+                out[key] = found
+        return out
 
     @classmethod
     def from_json(cls, doc: dict, origin: str = "capacity.json") -> "Capacity":
@@ -96,6 +104,7 @@ class Capacity:
         try:
             return cls(doc.get("source", ""), [Node.from_json(n) for n in doc.get("nodes", [])],
                        [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()})
-                        for p in doc.get("pods", [])])
+                        for p in doc.get("pods", [])],
+                       [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()])
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e

@@ -93,7 +93,7 @@ def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
     from gpufleet.scheduling import check_workloads
 
     cap, docs = read_inputs(manifests, nodes, pods)
-    return with_origin(docs, lambda: check_workloads(cap.nodes, cap.pods, [d.obj for d in docs],
+    return with_origin(docs, lambda: check_workloads(cap.nodes, cap.pods, cap.dra + [d.obj for d in docs],
                                                      extended_resource_toleration=extended_resource_toleration))
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the sources load when the command runs, so `discover --help
 
 def discover(*, kubeconfig: Path | None = None, context: str | None = None, nodes: Path | None = None,
              pods: Path | None = None, nvml: bool = False, cluster: ClusterSource | None = None,
-             inventory: GpuInventory | None = None) -> Capacity:
+             inventory: GpuInventory | None = None, dra: list[Path] | None = None) -> Capacity:
     """Pick the one source asked for. `cluster` / `inventory` replace the real ones (tests)."""
     from gpufleet.capacity.kubectl import capacity_from_cluster
     from gpufleet.capacity.nvml import capacity_from_nvml
@@ -33,11 +33,27 @@ def discover(*, kubeconfig: Path | None = None, context: str | None = None, node
                          + (f" (got {', '.join(chosen)})" if chosen else ""))
     if pods is not None and nodes is None:
         raise InputError("--pods goes with --nodes")
+    if dra and nodes is None:
+        raise InputError("--dra goes with --nodes (--kubeconfig reads the DRA objects from the cluster)")
     if nvml:
         return capacity_from_nvml(inventory or NvmlInventory(), socket.gethostname())
     if nodes is not None:
-        return capacity_from_cluster(cluster or FileCluster(nodes, pods), "kubectl")
-    return capacity_from_cluster(cluster or KubeconfigCluster(kubeconfig, context), "kubernetes")
+        source = cluster or FileCluster(nodes, pods, tuple(dra or ()))
+        return _with_dra(capacity_from_cluster(source, "kubectl"), source)
+    source = cluster or KubeconfigCluster(kubeconfig, context)
+    return _with_dra(capacity_from_cluster(source, "kubernetes"), source)
+
+
+def _with_dra(cap: Capacity, source: ClusterSource) -> Capacity:
+    """The cluster's DRA objects, type-checked as check reads them, into the capacity model."""
+    from gpufleet.capacity.dra import labelled_errors
+
+    objects = source.dra()
+    errors = [e for i, obj in enumerate(objects) for e in labelled_errors(obj, f"DRA object {i + 1}")]
+    if errors:
+        raise InputError("\n".join(errors))
+    cap.dra = objects
+    return cap
 
 
 def _capacity_file(text: str) -> bool:
@@ -57,6 +73,9 @@ def command(
     context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context.")] = None,
     nodes: Annotated[Optional[Path], typer.Option("--nodes", help="`kubectl get nodes -o json` output.")] = None,
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    dra: Annotated[Optional[list[Path]], typer.Option(
+        "--dra", help="With --nodes: `kubectl get resourceslices,deviceclasses -o json` and "
+                      "`kubectl get resourceclaims -A -o json` output (repeat the flag for each file).")] = None,
     nvml: Annotated[bool, typer.Option("--nvml", help="Read this machine's GPUs through NVML.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace --out even when it is not a capacity.json gpufleet wrote.")] = False,
@@ -66,7 +85,7 @@ def command(
 
     try:
         check_own_file(out, _capacity_file, "capacity.json", force)
-        cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml)
+        cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml, dra=dra)
         write_own_file(out, json.dumps(cap.to_json(), indent=2) + "\n", _capacity_file, "capacity.json", force)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)  # every problem, one line each
@@ -74,4 +93,5 @@ def command(
     except OSError as e:
         print(f"{out}: cannot write: {e}", file=sys.stderr)
         raise SystemExit(2) from e
-    print(f"{out}: {len(cap.nodes)} node(s), {len(cap.pods)} bound pod(s) from {cap.source}")
+    extra = f", {len(cap.dra)} DRA object(s)" if cap.dra else ""
+    print(f"{out}: {len(cap.nodes)} node(s), {len(cap.pods)} bound pod(s){extra} from {cap.source}")

@@ -46,7 +46,8 @@ def _build(stack, project_dir, nodes, pods, manifests, ert):
 
     # exactly what `check` accepts and refuses; no MANIFEST is a map of what already runs
     cap, docs = read_inputs(manifests, nodes, pods, require_workloads=False)
-    return with_origin(docs, lambda: report_of(f"nodes {nodes.name}", cap.nodes, cap.pods, [d.obj for d in docs],
+    objects = cap.dra + [d.obj for d in docs]  # DRA objects from capacity.json or --pods go with the manifests
+    return with_origin(docs, lambda: report_of(f"nodes {nodes.name}", cap.nodes, cap.pods, objects,
                                                extended_resource_toleration=ert))
 
 

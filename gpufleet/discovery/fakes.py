@@ -36,13 +36,16 @@ class FakeInventory:
 
 
 class FakeCluster:
-    """A Kubernetes API that answers with the given node and pod objects (kubectl JSON shape)."""
+    """A Kubernetes API that answers with the given node, pod and DRA objects (kubectl JSON shape)."""
 
-    def __init__(self, nodes: list[dict], pods: list[dict] | None = None):
-        self._nodes, self._pods = nodes, pods or []
+    def __init__(self, nodes: list[dict], pods: list[dict] | None = None, dra: list[dict] | None = None):
+        self._nodes, self._pods, self._dra = nodes, pods or [], dra or []
 
     def nodes(self) -> list[dict]:
         return list(self._nodes)
 
     def pods(self) -> list[dict]:
         return list(self._pods)
+
+    def dra(self) -> list[dict]:
+        return list(self._dra)

@@ -22,6 +22,10 @@ class ClusterSource(Protocol):
 
     def pods(self) -> list[dict]: ...
 
+    def dra(self) -> list[dict]:
+        """DeviceClasses, ResourceSlices and ResourceClaims (resource.k8s.io/v1), each with its kind."""
+        ...
+
 
 class NullCluster:
     def nodes(self) -> list[dict]:
@@ -29,6 +33,35 @@ class NullCluster:
 
     def pods(self) -> list[dict]:
         return []
+
+    def dra(self) -> list[dict]:
+        return []
+
+
+#: What `kubectl get resourceslices,deviceclasses -o json` / `kubectl get resourceclaims -A -o json` hold.
+DRA_LISTED = {"deviceclasses": "DeviceClass", "resourceslices": "ResourceSlice", "resourceclaims": "ResourceClaim"}
+DRA_WHAT = ("the output of `kubectl get resourceslices,deviceclasses -o json` or "
+            "`kubectl get resourceclaims -A -o json`")
+
+
+def read_dra(path: Path) -> list[dict]:
+    """The DRA objects of a kubectl file (a List or one object); InputError names each item of another kind."""
+    doc = read_json(path, DRA_WHAT)
+    if isinstance(doc, dict) and doc.get("kind") in DRA_LISTED.values():
+        return [doc]
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise InputError(f"{path}: expected {DRA_WHAT} (a List of DeviceClass, ResourceSlice or ResourceClaim "
+                         f"objects), got {_type(doc) if not isinstance(doc, dict) else 'an object with no items list'}")
+    errors = []
+    for i, item in enumerate(doc["items"]):
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if kind not in DRA_LISTED.values():
+            errors.append(f"{path}: items[{i}]: kind: expected DeviceClass, ResourceSlice or ResourceClaim "
+                          f"(this file is read as {DRA_WHAT}), got {kind!r}" if isinstance(item, dict) else
+                          f"{path}: items[{i}]: expected a DRA object, got {_type(item)}")
+    if errors:
+        raise InputError("\n".join(one_line(e) for e in errors))
+    return doc["items"]
 
 
 #: `kubectl get <resource>` -> the kind of its items.
@@ -113,14 +146,25 @@ def read_list(path: Path, kind: str) -> list[dict]:
 class FileCluster:
     """Objects saved with `kubectl get nodes -o json` and `kubectl get pods -A -o json`."""
 
-    def __init__(self, nodes_path: Path, pods_path: Path | None = None):
-        self.nodes_path, self.pods_path = nodes_path, pods_path
+    def __init__(self, nodes_path: Path, pods_path: Path | None = None, dra_paths: tuple[Path, ...] = ()):
+        self.nodes_path, self.pods_path, self.dra_paths = nodes_path, pods_path, tuple(dra_paths)
 
     def nodes(self) -> list[dict]:
         return read_list(self.nodes_path, "nodes")
 
     def pods(self) -> list[dict]:
         return read_list(self.pods_path, "pods") if self.pods_path else []
+
+    def dra(self) -> list[dict]:
+        found, errors = [], []
+        for path in self.dra_paths:
+            try:
+                found += read_dra(path)
+            except InputError as e:
+                errors.append(str(e))
+        if errors:
+            raise InputError("\n".join(errors))
+        return found
 
     def origins(self) -> tuple[str, str]:
         """Where nodes and pods come from, for messages."""
@@ -159,3 +203,21 @@ class KubeconfigCluster:
     def pods(self) -> list[dict]:
         core = self._core()
         return self._list(core.list_pod_for_all_namespaces, field_selector=NON_TERMINAL)
+
+    def dra(self) -> list[dict]:
+        """The resource.k8s.io/v1 objects; none when the API server does not serve that API (before 1.34)."""
+        from kubernetes import client
+
+        self._core()
+        api = client.ResourceV1Api(self._api)
+        found: list[dict] = []
+        for call, kind in ((api.list_device_class, "DeviceClass"), (api.list_resource_slice, "ResourceSlice"),
+                           (api.list_resource_claim_for_all_namespaces, "ResourceClaim")):
+            try:
+                items = self._list(call)
+            except DiscoveryUnavailableError as e:
+                if getattr(e.__cause__, "status", None) == 404:
+                    return []
+                raise
+            found += [{"apiVersion": "resource.k8s.io/v1", "kind": kind, **item} for item in items]
+        return found

@@ -151,6 +151,27 @@ class FreeState:
 
     # -- placing ---------------------------------------------------------------------------------------------
 
+    def _bucket_of(self, node: int) -> Bucket:
+        return next(b for b in self.by_class[self.classes.of[node]].values() if node in b.nodes)
+
+    def free_of(self, node: int) -> tuple[dict[str, int], int | None]:
+        """One node's free capacity and pod slots."""
+        b = self._bucket_of(node)
+        return b.free, b.pods_free
+
+    def place_on(self, node: int, request: Request) -> None:
+        """One pod on a given node (a node chosen elsewhere, e.g. by device allocation)."""
+        b = self._bucket_of(node)
+        self._drop(b)
+        rest = [i for i in b.nodes if i != node]
+        if rest:
+            self._add(Bucket(b.cls, b.free, b.pods_free, rest))
+        free = dict(b.free)
+        for r, v in request.items():
+            free[r] = free.get(r, 0) - v
+        self._put(b.cls, free, None if b.pods_free is None else b.pods_free - 1, [node])
+        self.version[b.cls] += 1
+
     def pack(self, requests: dict[int, Request], wanted: int) -> list[tuple[int, int]]:
         """Place up to `wanted` pods tightest-first; returns [(node, pods)] by node and updates the state."""
         levels: dict[int, list[Bucket]] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.capacity.shape import INT32, Shape, pod_spec
+from gpufleet.capacity.dra import DRA_KINDS, dra_errors, pod_claim_errors
 from gpufleet.scheduling.manifests import CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, TEMPLATES, expected_mib
 from gpufleet.scheduling.reading import Document
 
@@ -17,6 +18,8 @@ def document_errors(doc: Document) -> list[str]:
     """Type errors in the fields `check` reads, for the kinds it checks (other kinds: none)."""
     obj = doc.obj
     kind = obj.get("kind")
+    if kind in DRA_KINDS:
+        return [f"{doc.file}: {doc.label}: {e}" for e in dra_errors(obj)]
     if not isinstance(kind, str) or kind not in CHECKED_KINDS:
         return []
     shape = Shape()
@@ -26,6 +29,8 @@ def document_errors(doc: Document) -> list[str]:
     _annotations(shape, meta.get("annotations"), "metadata.annotations")
     if kind == "Pod":
         pod_spec(shape, obj.get("spec"), "spec")
+        if isinstance(obj.get("spec"), dict):
+            shape.errors += pod_claim_errors(obj["spec"], "spec")
     else:
         where, counts = TEMPLATES[kind]
         spec, path = obj, ""
@@ -38,6 +43,8 @@ def document_errors(doc: Document) -> list[str]:
         tmeta = shape.mapping(template.get("metadata"), f"{where}.template.metadata")
         _annotations(shape, tmeta.get("annotations"), f"{where}.template.metadata.annotations")
         pod_spec(shape, template.get("spec"), f"{where}.template.spec")
+        if isinstance(template.get("spec"), dict):
+            shape.errors += pod_claim_errors(template["spec"], f"{where}.template.spec")
     return [f"{doc.file}: {doc.label}: {e}" for e in shape.errors]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 from typing import Iterable, Sequence
 
+from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
@@ -27,8 +28,8 @@ from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.bounds import CutBound, Kind
 from gpufleet.scheduling.buckets import FreeState, Request
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import checked_request, failed_scheduling, pod_terms
-from gpufleet.scheduling.manifests import PodWorkload, workloads_of
+from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms
+from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.placement import ClusterState, SmallSearch
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
@@ -52,7 +53,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
     are BoundPods or Pod objects (terminal and unbound ones are ignored). Numbers may be ints, floats or
-    quantity strings.
+    quantity strings. DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate of
+    resource.k8s.io/v1) among the manifests are the devices and claims that pods with claims use.
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -60,6 +62,15 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         node_list = _nodes(nodes)
         workloads = workloads_of(manifests)
         check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
+        if any(w.spec.get("resourceClaims") for w in workloads):
+            from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
+
+            objects = [o for o in flatten(manifests) if o.get("kind") in DRA_KINDS]
+            problems = [e for i, o in enumerate(objects) for e in labelled_errors(o, f"DRA object {i + 1}")]
+            if problems:  # objects from the Python API (the CLI has refused them already)
+                raise InputError("\n".join(problems))
+            check.dra_base = DraState(dra_objects(objects))
+            check.dra = check.dra_base.copy()
         for w in workloads:
             check.result.checked.append(w.key)
             try:
@@ -84,6 +95,7 @@ class _Check:
         self.search = SmallSearch(base, self.classes)
         self.bound = CutBound(self.base)
         self.result = CheckResult()
+        self.dra_base = self.dra = None  # DraStates, when pods have DRA claims
         self._requests: dict[tuple, dict[int, Request]] = {}
         self._alone: dict[tuple, int] = {}
         self._kinds: dict[tuple, Kind] = {}
@@ -108,6 +120,9 @@ class _Check:
         static = self.classes.static(signature, terms)
         key = (signature, tuple(sorted(requests.items())))
         reqs = self._per_class(key, static, requests)
+        if w.spec.get("resourceClaims"):
+            self._with_claims(w, key, static, reqs)
+            return
         wanted = w.replicas
         alone = self._alone.get((key, wanted))
         if alone is None:
@@ -138,6 +153,54 @@ class _Check:
             self.bound.add(kind, best)
         if not self._model_memory(w, static, requests):
             result.memory += _memory(w, self.nodes, requests, placements, result)
+
+    def _with_claims(self, w: PodWorkload, key: tuple, static: list[str | None], reqs: dict[int, Request]) -> None:
+        """A workload whose pods have DRA claims: placed one pod at a time, devices allocated per node."""
+        from gpufleet.scheduling.dra.claims import memory_mib
+
+        wanted, result = w.replicas, self.result
+        alone, _ = self._claims_run(w, static, reqs, self.dra_base.copy(), self.base.copy(), None)
+        placed, attempts = self._claims_run(w, static, reqs, self.dra, self.packed, self.spread)
+        for a in attempts:
+            if a.node is not None:
+                result.placements.append((w.key, self.nodes[a.node].name, 1))
+                result.devices += [(w.key, self.nodes[a.node].name, d.label) for d in a.allocated]
+        if placed < wanted:
+            text = attempts[-1].message
+            if alone < wanted:
+                result.unschedulable.append(Unschedulable(w.key, "pending", wanted - placed, text))
+            else:
+                result.warnings.append(Warning(w.key, f"{wanted - placed} of {wanted} pods may stay Pending, "
+                                                      f"depending on where earlier workloads land: {text}"))
+        if placed:
+            kind = self._kinds.get(key)
+            if kind is None:
+                kind = self._kinds[key] = Kind(key, reqs)
+            self.search.add(reqs, placed)
+            self.bound.add(kind, placed)
+        expected = w.expected_gpu_memory_mib
+        for a in attempts:
+            budget = memory_mib(a.devices) if a.node is not None else None
+            if expected is not None and budget is not None and expected > budget:
+                text = (f"{w.key} expects {expected} MiB of GPU memory; the devices allocated to its claims on "
+                        f"node {self.nodes[a.node].name} have {budget} MiB")
+                result.warnings.append(Warning(w.key, text))
+                result.memory.append(MemoryProblem(w.key, expected, budget, text))
+                break
+
+    def _claims_run(self, w, static, reqs, dra, packed, spread):
+        """Place the workload's pods one by one until one stays Pending: (pods placed, attempts)."""
+        from gpufleet.scheduling.dra.place import schedule_one
+
+        attempts = []
+        for _ in range(w.replicas):
+            a = schedule_one(dra, packed, self.nodes, static, reqs, w.namespace, w.name, w.spec)
+            attempts.append(a)
+            if a.node is None:
+                break
+            if spread is not None and not fit_failures(*spread.free_of(a.node), reqs[self.classes.of[a.node]]):
+                spread.place_on(a.node, reqs[self.classes.of[a.node]])
+        return sum(a.node is not None for a in attempts), attempts
 
     def _model_memory(self, w: PodWorkload, static: list[str | None], requests: dict[str, int]) -> bool:
         """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""

@@ -89,6 +89,11 @@ def _term_matches(term: dict, node: Node) -> bool:
     return all(_requirement(e, node.labels) for e in exprs) and all(_requirement(f, fields_view) for f in fields)
 
 
+def node_selector_matches(selector: dict, node: Node) -> bool:
+    """A core/v1 NodeSelector (terms ORed) against a node, as DRA slices and allocations use it."""
+    return any(_term_matches(t, node) for t in selector.get("nodeSelectorTerms") or ())
+
+
 def static_failure(node: Node, terms: PodTerms) -> str | None:
     """The first failing filter before NodeResourcesFit, as its reason string; None when all pass."""
     if node.unschedulable and not _tolerated(terms, UNSCHEDULABLE_TAINT):

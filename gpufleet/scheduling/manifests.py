@@ -114,18 +114,19 @@ def workload_of(obj: dict) -> PodWorkload | None:
                        f"{where}.template.spec", annotations, counts)
 
 
-def _flatten(docs: Iterable[Any]) -> Iterable[dict]:
+def flatten(docs: Iterable[Any]) -> Iterable[dict]:
+    """Every object of the documents, kubectl Lists expanded."""
     for doc in docs:
         if is_list(doc):
             items = doc.get("items")
-            yield from _flatten(items if isinstance(items, list) else [])
+            yield from flatten(items if isinstance(items, list) else [])
         elif isinstance(doc, dict):
             yield doc
 
 
 def workloads_of(manifests: Iterable[Any]) -> list[PodWorkload]:
     """The checked workloads among manifest dicts (Lists are expanded), in input order."""
-    return [w for w in (workload_of(o) for o in _flatten(manifests)) if w is not None]
+    return [w for w in (workload_of(o) for o in flatten(manifests)) if w is not None]
 
 
 def load_manifests(paths: Iterable[Path]) -> list[dict]:

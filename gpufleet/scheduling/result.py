@@ -42,6 +42,9 @@ class CheckResult:
     #: Where each workload's pods were put by the packing placement: (workload key, node name, pods).
     #: Read by `gpufleet report`; not part of the JSON contract.
     placements: list[tuple[str, str, int]] = field(default_factory=list)
+    #: Devices allocated to DRA claims in the check: (workload key, node name, driver/pool/device).
+    #: Not part of the JSON contract.
+    devices: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:

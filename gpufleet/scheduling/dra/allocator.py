@@ -1,0 +1,266 @@
+"""The structured allocator (dra.md 3.5-3.9): every unallocated claim of a pod, on one node, at once.
+
+Claims in pod order, requests in claim order, each request's alternatives (`exactly`, or `firstAvailable`
+subrequests in order), device slots one by one over the node's pools and devices: the first device that
+is free, passes the class's and the request's CEL selectors and keeps the claim's `matchAttribute`
+constraints is taken, and the search backtracks over all claims of the pod on failure, stopping at the
+first full solution. The search is bounded (SEARCH_BUDGET steps), like the scheduler's filter timeout.
+`distinctAttribute` is behind the DRAConsumableCapacity gate (off in 1.34) and ignored, as there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate
+from gpufleet.capacity.dra import Device
+from gpufleet.scheduling.dra.pools import Pool
+
+CLAIM_LIMIT = 32
+SEARCH_BUDGET = 20_000
+
+
+class FilterError(Exception):
+    """The filter returns an error (not "unschedulable"): the whole scheduling attempt fails."""
+
+
+class OutOfBudget(Exception):
+    """The search took more than SEARCH_BUDGET steps (the scheduler's filter times out instead)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    spec: dict
+    """The ResourceClaimSpec."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    request: str
+    """`req`, or `req/sub` for a firstAvailable subrequest (as allocation results name it)."""
+    class_name: str
+    selectors: tuple[str, ...]
+    all: bool
+    count: int
+    admin: bool
+
+
+def alternatives(request: dict) -> list[Alternative]:
+    name = request.get("name") or ""
+    if request.get("exactly") is not None:
+        return [_alternative(name, request["exactly"])]
+    return [_alternative(f"{name}/{sub.get('name')}", sub) for sub in request.get("firstAvailable") or ()]
+
+
+def _alternative(name: str, r: dict) -> Alternative:
+    mode_all = r.get("allocationMode") == "All"
+    return Alternative(name, r.get("deviceClassName") or "", tuple((s.get("cel") or {}).get("expression") or ""
+                                                                   for s in r.get("selectors") or ()),
+                       mode_all, 0 if mode_all else int(r.get("count") or 1), bool(r.get("adminAccess")))
+
+
+def requests_of(claim: Claim) -> list[dict]:
+    return list(((claim.spec.get("devices") or {}).get("requests")) or ())
+
+
+def missing_class(claims: list[Claim], classes: dict[str, dict]) -> str | None:
+    """PreFilter: the first request whose device class does not exist, in the scheduler's words."""
+    for claim in claims:
+        for request in requests_of(claim):
+            for alt in alternatives(request):
+                if alt.class_name not in classes:
+                    return f"request {alt.request}: device class {alt.class_name} does not exist"
+    return None
+
+
+def claim_limit_error(claim: Claim) -> str | None:
+    wanted = sum(alt.count for r in requests_of(claim) for alt in alternatives(r)[:1] if not alt.all)
+    if wanted > CLAIM_LIMIT:
+        return f"claim {claim.label}: number of requested devices {wanted} exceeds the claim limit of {CLAIM_LIMIT}"
+    return None
+
+
+def _lookup(device: Device, name: str):
+    attrs = device.attributes
+    value = attrs.get(name)
+    if value is None:
+        domain, _, ident = name.rpartition("/")
+        if domain == device.driver:
+            value = attrs.get(ident)
+    return None if value is None else tuple(sorted(value.items()))
+
+
+class Allocator:
+    """One node's allocation state: its pools, the devices in use, the classes."""
+
+    def __init__(self, classes: dict[str, dict], pools: list[Pool], in_use: set[tuple[str, str, str]],
+                 selected: dict[tuple, bool] | None = None, activations: dict[tuple, dict] | None = None):
+        """`selected` and `activations` may be shared between allocators (CEL is pure: a device passes
+        the same selectors every time), which saves evaluating them per pod and node."""
+        self.classes, self.pools, self.in_use = classes, pools, in_use
+        self.devices = [d for p in pools for d in p.devices]
+        self._match: dict[tuple, bool] = {} if selected is None else selected
+        self._activation: dict[tuple, dict] = {} if activations is None else activations
+        self.steps = 0
+
+    # -- selectors ------------------------------------------------------------------------------------------
+
+    def _selected(self, device: Device, claim: Claim, alt: Alternative) -> bool:
+        key = (device.key, alt.class_name, alt.selectors)
+        found = self._match.get(key)
+        if found is None:
+            found = self._match[key] = self._evaluate(device, claim, alt)
+        return found
+
+    def _evaluate(self, device: Device, claim: Claim, alt: Alternative) -> bool:
+        class_selectors = tuple((s.get("cel") or {}).get("expression") or ""
+                                for s in self.classes[alt.class_name].get("selectors") or ())
+        for who, selectors in ((f"class {alt.class_name}", class_selectors), (f"claim {claim.label}", alt.selectors)):
+            for i, expression in enumerate(selectors):
+                try:
+                    program = compile_selector(expression)
+                except CelError as e:
+                    raise FilterError(f"{who}: selector #{i}: CEL compile error: {e}") from e
+                try:
+                    if not evaluate(program, self._device_var(device)):
+                        return False
+                except CelError as e:
+                    raise FilterError(f"{who}: selector #{i}: CEL runtime error: {e}") from e
+        return True
+
+    def _device_var(self, device: Device) -> dict:
+        found = self._activation.get(device.key)
+        if found is None:
+            found = self._activation[device.key] = device_activation(device.driver, device.attributes,
+                                                                     device.capacity)
+        return found
+
+    # -- search ---------------------------------------------------------------------------------------------
+
+    def allocate(self, claims: list[Claim]) -> list[list[tuple[str, Device]]] | None:
+        """Devices per claim as (request, device), or None when the claims cannot all be allocated here.
+
+        Raises FilterError as the scheduler's filter errors (CEL errors, invalid pools, claim limit) and
+        OutOfBudget when the search runs out of steps.
+        """
+        for claim in claims:
+            problem = claim_limit_error(claim)
+            if problem:
+                raise FilterError(problem)
+        invalid = next((p for p in self.pools if p.invalid), None)
+        if invalid is not None:
+            raise FilterError(f"pool {invalid.name} is invalid: {invalid.invalid}")
+        slots = [(c, r) for c, claim in enumerate(claims) for r in requests_of(claim)]
+        picked: list[list[tuple[str, Device]]] = [[] for _ in claims]
+        taken: set[tuple[str, str, str]] = set()
+        fixed: list[dict[int, tuple]] = [{} for _ in claims]
+        self.steps = 0
+        return picked if self._slot(claims, slots, 0, picked, taken, fixed) else None
+
+    def _slot(self, claims, slots, k, picked, taken, fixed) -> bool:
+        if k == len(slots):
+            return True
+        c, request = slots[k]
+        for alt in alternatives(request):
+            if alt.all:
+                if self._take_all(claims[c], alt, c, picked, taken, fixed, lambda: self._slot(
+                        claims, slots, k + 1, picked, taken, fixed)):
+                    return True
+            elif self._take(claims[c], alt, c, alt.count, 0, picked, taken, fixed,
+                            lambda: self._slot(claims, slots, k + 1, picked, taken, fixed)):
+                return True
+        return False
+
+    def _constraints(self, claim: Claim, alt: Alternative) -> list[tuple[int, str]]:
+        parent = alt.request.split("/", 1)[0]
+        out = []
+        for i, constraint in enumerate((claim.spec.get("devices") or {}).get("constraints") or ()):
+            scope = constraint.get("requests") or []
+            name = constraint.get("matchAttribute")
+            if name and (not scope or parent in scope or alt.request in scope):
+                out.append((i, name))
+        return out
+
+    def _fits(self, device: Device, claim: Claim, alt: Alternative, c: int, fixed) -> list[int] | None:
+        """The constraints this device newly fixes, or None when it breaks one."""
+        newly = []
+        for i, name in self._constraints(claim, alt):
+            value = _lookup(device, name)
+            if value is None:
+                return None
+            have = fixed[c].get(i)
+            if have is None:
+                newly.append((i, value))
+            elif have != value:
+                return None
+        return newly
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > SEARCH_BUDGET:
+            raise OutOfBudget
+
+    def _take(self, claim, alt, c, left, start, picked, taken, fixed, rest) -> bool:
+        if left == 0:
+            return rest()
+        if len(picked[c]) >= CLAIM_LIMIT:
+            return False
+        for pos in range(start, len(self.devices)):
+            self._tick()
+            device = self.devices[pos]
+            if device.key in taken or (device.key in self.in_use and not alt.admin):
+                continue
+            if not self._selected(device, claim, alt):
+                continue
+            newly = self._fits(device, claim, alt, c, fixed)
+            if newly is None:
+                continue
+            taken.add(device.key)
+            picked[c].append((alt.request, device))
+            fixed[c].update(newly)
+            if self._take(claim, alt, c, left - 1, pos + 1, picked, taken, fixed, rest):
+                return True
+            for i, _ in newly:
+                del fixed[c][i]
+            picked[c].pop()
+            taken.discard(device.key)
+        return False
+
+    def _take_all(self, claim, alt, c, picked, taken, fixed, rest) -> bool:
+        chosen = []
+        for pool in self.pools:
+            matching = [d for d in pool.devices if self._selected(d, claim, alt)]
+            if matching and (not pool.complete or pool.invalid):
+                state = "currently being updated" if not pool.complete else "currently invalid"
+                raise FilterError(f"claim {claim.label}, request {alt.request}: asks for all devices, but resource "
+                                  f"pool {pool.name} is {state}")
+            chosen += matching
+        if not chosen or len(picked[c]) + len(chosen) > CLAIM_LIMIT:
+            return False
+        if any(d.key in taken or (d.key in self.in_use and not alt.admin) for d in chosen):
+            return False
+        added: list[int] = []
+        for d in chosen:
+            newly = self._fits(d, claim, alt, c, fixed)
+            if newly is None:
+                raise FilterError(f"claim {claim.label}, request {alt.request}: cannot add device {d.label} because "
+                                  "a claim constraint would not be satisfied")
+            fixed[c].update(newly)
+            added += [i for i, _ in newly]
+        for d in chosen:
+            taken.add(d.key)
+            picked[c].append((alt.request, d))
+        if rest():
+            return True
+        for d in chosen:
+            taken.discard(d.key)
+            picked[c].pop()
+        for i in added:
+            del fixed[c][i]
+        return False

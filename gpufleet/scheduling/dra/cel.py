@@ -1,0 +1,228 @@
+"""DRA device selectors: CEL evaluated with cel-python in the Kubernetes DRA environment (dra.md 2).
+
+`device.driver`, `device.attributes[domain][id]` and `device.capacity[domain][id]` (an unknown domain is
+an empty map; names without a domain belong to the driver's domain), Quantity (`quantity(...)`,
+`compareTo`, `isGreaterThan`, `isLessThan`, `asInteger`, ...) and Semver (`semver(...)`, `major`, ...)
+values. Errors read as the scheduler's: `CEL compile error: ...`, `CEL runtime error: ...`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import celpy
+import semver as semverlib
+from celpy import celtypes
+
+from gpufleet.capacity.quantity import parse as parse_quantity
+from gpufleet.errors import InputError
+
+
+class CelError(Exception):
+    """A selector that cannot be compiled or evaluated; the text follows `CEL compile/runtime error: `."""
+
+
+class Quantity(celtypes.StringType):
+    """A Kubernetes quantity: compared by value (`==`, `compareTo`), printed as written."""
+
+    def __new__(cls, text: str):
+        self = super().__new__(cls, text)
+        self.value = parse_quantity(text)
+        return self
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Quantity) and self.value == other.value
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+class Semver(celtypes.StringType):
+    """A semantic version (semver 2.0), compared by precedence."""
+
+    def __new__(cls, text: str, normalize: bool = False):
+        if normalize:
+            text = _normalized(text)
+        self = super().__new__(cls, text)
+        self.version = semverlib.Version.parse(text)
+        return self
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, Semver):
+            raise TypeError("no such overload")
+        return self.version == other.version
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(str(self.version))
+
+
+def _normalized(text: str) -> str:
+    text = text[1:] if text.startswith("v") else text
+    core, sep, rest = text.partition("-") if "-" in text else text.partition("+")
+    parts = [str(int(p)) if p.isdigit() else p for p in core.split(".")]
+    parts += ["0"] * (3 - len(parts))
+    return ".".join(parts) + sep + rest
+
+
+def _quantity(text: Any) -> Quantity:
+    try:
+        return Quantity(str(text))
+    except InputError as e:
+        raise ValueError(str(e)) from e
+
+
+def _semver(text: Any, normalize: Any = False) -> Semver:
+    try:
+        return Semver(str(text), bool(normalize))
+    except ValueError as e:
+        raise ValueError(f"could not parse {str(text)!r} as semver: {e}") from e
+
+
+def _is(parse, *args) -> celtypes.BoolType:
+    try:
+        parse(*args)
+    except ValueError:
+        return celtypes.BoolType(False)
+    return celtypes.BoolType(True)
+
+
+def _cmp(a: Any, b: Any) -> int:
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return (a.value > b.value) - (a.value < b.value)
+    if isinstance(a, Semver) and isinstance(b, Semver):
+        return a.version.compare(b.version)
+    raise TypeError("no such overload")
+
+
+def _num(a: Quantity, b: Any) -> Decimal:
+    if isinstance(b, Quantity):
+        return b.value
+    if isinstance(b, int) and not isinstance(b, bool):
+        return Decimal(int(b))
+    raise TypeError("no such overload")
+
+
+def _as_integer(q: Quantity) -> celtypes.IntType:
+    if q.value != q.value.to_integral_value() or abs(q.value) >= 2 ** 63:
+        raise ValueError("cannot convert value to integer")
+    return celtypes.IntType(int(q.value))
+
+
+FUNCTIONS = {
+    "quantity": _quantity, "isQuantity": lambda t: _is(_quantity, t),
+    "semver": _semver, "isSemver": lambda t, n=False: _is(_semver, t, n),
+    "compareTo": lambda a, b: celtypes.IntType(_cmp(a, b)),
+    "isGreaterThan": lambda a, b: celtypes.BoolType(_cmp(a, b) > 0),
+    "isLessThan": lambda a, b: celtypes.BoolType(_cmp(a, b) < 0),
+    "asInteger": _as_integer,
+    "asApproximateFloat": lambda q: celtypes.DoubleType(float(q.value)),
+    "isInteger": lambda q: celtypes.BoolType(q.value == q.value.to_integral_value() and abs(q.value) < 2 ** 63),
+    "sign": lambda q: celtypes.IntType((q.value > 0) - (q.value < 0)),
+    "add": lambda a, b: Quantity(str(a.value + _num(a, b))),
+    "sub": lambda a, b: Quantity(str(a.value - _num(a, b))),
+    "major": lambda s: celtypes.IntType(s.version.major),
+    "minor": lambda s: celtypes.IntType(s.version.minor),
+    "patch": lambda s: celtypes.IntType(s.version.patch),
+}
+
+_ENV = celpy.Environment()
+
+
+class _Domains(celtypes.MapType):
+    """domain -> {id -> value}; an unknown domain reads as an empty map, as in the scheduler."""
+
+    def __getitem__(self, key: Any) -> Any:
+        try:
+            return super().__getitem__(key)
+        except KeyError:
+            return celtypes.MapType({})
+
+
+@lru_cache(maxsize=4096)
+def compile_selector(expression: str):
+    """A runnable program for one expression; CelError with the compiler's message when it is not CEL."""
+    try:
+        return _ENV.program(_ENV.compile(expression), functions=FUNCTIONS)
+    except Exception as e:  # cel-python raises parse errors of several types
+        raise CelError(_syntax_error(e)) from e
+
+
+def _syntax_error(e: Exception) -> str:
+    """cel-go's form: `ERROR: <input>:1:17: Syntax error: ...` (where cel-python says where)."""
+    line, column = getattr(e, "line", None), getattr(e, "column", None)
+    if line is None or column is None:
+        return " ".join(str(e).split()) or type(e).__name__
+    cause = e.__context__
+    token = getattr(cause, "token", None) or getattr(cause, "char", None)
+    found = f"unexpected {str(token)!r}" if token else "unexpected end of expression"
+    return f"ERROR: <input>:{line}:{column}: Syntax error: {found}"
+
+
+def _value(v: dict, name: str) -> Any:
+    if "bool" in v:
+        return celtypes.BoolType(bool(v["bool"]))
+    if "int" in v:
+        return celtypes.IntType(int(v["int"]))
+    if "version" in v:
+        try:
+            return Semver(str(v["version"]))
+        except ValueError as e:
+            raise CelError(f"attribute {name}: parse semantic version: {e}") from e
+    return celtypes.StringType(str(v.get("string", "")))
+
+
+def _qualified(name: str, driver: str) -> tuple[str, str]:
+    domain, _, ident = name.rpartition("/")
+    return (domain or driver), ident
+
+
+def device_activation(driver: str, attributes: dict, capacity: dict) -> dict:
+    """The `device` variable for one device of a ResourceSlice (attributes/capacity as the API has them)."""
+    attrs: dict = {}
+    for name, v in attributes.items():
+        domain, ident = _qualified(name, driver)
+        attrs.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = _value(v, name)
+    caps: dict = {}
+    for name, v in capacity.items():
+        domain, ident = _qualified(name, driver)
+        caps.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = Quantity(str(v["value"]))
+    return {"device": celtypes.MapType({
+        celtypes.StringType("driver"): celtypes.StringType(driver),
+        celtypes.StringType("attributes"): _Domains({k: celtypes.MapType(m) for k, m in attrs.items()}),
+        celtypes.StringType("capacity"): _Domains({k: celtypes.MapType(m) for k, m in caps.items()}),
+    })}
+
+
+def evaluate(program, activation: dict) -> bool:
+    """True/False for a selector; CelError with the runtime error text (`no such key: x`, ...)."""
+    try:
+        result = program.evaluate(activation)
+    except celpy.CELEvalError as e:
+        raise CelError(_runtime_text(e)) from e
+    except Exception as e:  # a helper function refusing its operands
+        raise CelError(str(e) or type(e).__name__) from e
+    if isinstance(result, celpy.CELEvalError):
+        raise CelError(_runtime_text(result))
+    if not isinstance(result, celtypes.BoolType):
+        raise CelError(f"CEL result of type {type(result).__name__} could not be converted to bool")
+    return bool(result)
+
+
+def _runtime_text(e: Exception) -> str:
+    args = e.args
+    text = str(args[0]) if args else str(e)
+    if len(args) > 1 and args[1] is KeyError and ": " in text:
+        return f"no such key: {text.split(': ', 1)[1].strip(chr(39))}"
+    if len(args) > 1 and args[1] is TypeError:
+        return "no such overload"
+    if len(args) > 2 and args[1] is ValueError and args[2]:  # a function refusing its argument: its own words
+        return str(args[2][0])
+    return text
