@@ -23,11 +23,17 @@ from policies._common import (
 
 
 def plain(value: Any) -> Any:
-    """A plain copy of policy props (touching every value: an unknown one raises UnknownValueError)."""
+    """A plain copy of policy props (touching every value: an unknown one raises UnknownValueError).
+
+    The analyzer protocol carries every number as a double, so an integral float is the int the program
+    wrote (`count: 2` arrives as 2.0); the API server's integer fields refuse 2.0 from a file, not from us.
+    """
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, str):
         return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 

@@ -137,3 +137,24 @@ def test_unusable_pack_config_starts_no_pack(tmp_path, monkeypatch):
     with pytest.raises(PackConfigError, match="enforcement level 'strict'"):
         policies.PolicyStep(ROOT, "dev", config)
     assert started == []
+
+
+def test_plan_stops_a_dra_claim_no_planned_node_can_satisfy(tmp_path):
+    """The pack allocates the stack's claims on the ResourceSlices its node pools will publish: a Job whose
+    pods each claim 9 GPUs of one PCIe root pends on two 8-GPU nodes, in the scheduler's words."""
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    stack = (ROOT / "Pulumi.dra.yaml").read_text()
+    job = stack[stack.index("kind: job"):]
+    count = job.index("count: 2")
+    (tmp_path / "Pulumi.dra.yaml").write_text(stack[:stack.index("kind: job")] + job[:count] + "count: 9"
+                                              + job[count + len("count: 2"):])
+    result = _plan("--stack", "dra", "--project-dir", str(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "[mandatory] gpu-capacity-fit  kubernetes:batch/v1:Job dra-research-train-job" in result.stdout
+    assert "0/2 nodes are available: 2 cannot allocate all claims." in result.stdout
+
+
+def test_plan_passes_the_dra_stack_with_its_claims_allocated_on_planned_slices():
+    result = _plan("--stack", "dra")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no violations" in result.stdout
