@@ -15,6 +15,8 @@ from rich.table import Table
 
 from gpufleet.planning.engine import STACK_TYPE, Plan
 
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
 
 def preview_table(plan: Plan) -> Table:
     children: dict[str | None, list] = defaultdict(list)
@@ -45,6 +47,26 @@ def preview_table(plan: Plan) -> Table:
     return table
 
 
+def release_deploys(chart: str, values: dict) -> str:
+    """What a pinned NVIDIA chart will create with these values, in a few words (objects a reviewer looks for).
+
+    The chart's own objects are not Pulumi resources (a Release is one resource), so the preview names them.
+    """
+    if chart == "gpu-operator":
+        cluster = bool((values.get("gpuCluster") or {}).get("deployCR"))
+        policy = (values.get("clusterPolicy") or {}).get("deployCR", True) is not False
+        parts = ["a GPUCluster (the DRA driver)" if cluster else "", "a ClusterPolicy" if policy else "no ClusterPolicy"]
+        return ", ".join(p for p in parts if p)
+    if chart == "nvidia-device-plugin":
+        gfd = bool((values.get("gfd") or {}).get("enabled"))
+        return (f"the device plugin DaemonSet{' and GPU feature discovery' if gfd else ''}, "
+                f"MIG strategy {values.get('migStrategy') or 'none'}")
+    if chart == "dra-driver-nvidia-gpu":
+        gpus = bool(((values.get("resources") or {}).get("gpus") or {}).get("enabled", True))
+        return f"the DRA driver ({'GPUs and ' if gpus else ''}its DeviceClasses), no device plugin"
+    return ""
+
+
 def natural_width(table: Table, console: Console) -> int:
     """The width the table needs to print every cell in full, on one line each."""
     return Measurement.get(console, console.options.update_width(1 << 16), table).maximum
@@ -59,3 +81,11 @@ def print_preview(plan: Plan, console: Console | None = None) -> None:
     created = len([r for r in plan.resources if r.type != STACK_TYPE])
     console.print("Resources:")
     console.print(f"    + {created} to create")
+    releases = [r for r in plan.resources if r.type == RELEASE_TYPE]
+    if releases:
+        console.print("Helm releases:")
+    for r in sorted(releases, key=lambda r: r.name):
+        chart, values = str(r.inputs.get("chart", "")), r.inputs.get("values")
+        deploys = release_deploys(chart, values if isinstance(values, dict) else {})
+        console.print(f"    {r.name}: {chart} {r.inputs.get('version', '')} in {r.inputs.get('namespace', '')}"
+                      + (f": {deploys}" if deploys else ""))

@@ -158,3 +158,12 @@ def test_plan_passes_the_dra_stack_with_its_claims_allocated_on_planned_slices()
     result = _plan("--stack", "dra")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no violations" in result.stdout
+
+
+def test_plan_of_the_dra_stack_shows_the_gpucluster_the_claim_templates_and_no_clusterpolicy():
+    result = _plan("--stack", "dra", "--no-policies")
+    assert result.returncode == 0, result.stderr
+    assert "gpu-operator v26.7.0 in gpu-operator: a GPUCluster (the DRA driver), no ClusterPolicy" in result.stdout
+    assert result.stdout.count("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate") == 2
+    dev = _plan("--stack", "dev", "--no-policies")
+    assert "gpu-operator v26.7.0 in gpu-operator: a ClusterPolicy" in dev.stdout and "GPUCluster" not in dev.stdout
