@@ -178,6 +178,8 @@ class _Check:
                 kind = self._kinds[key] = Kind(key, reqs)
             self.search.add(reqs, placed)
             self.bound.add(kind, placed)
+        if MODEL_ANNOTATION in w.annotations and self._model_on_devices(w, attempts):
+            return
         expected = w.expected_gpu_memory_mib
         for a in attempts:
             budget = memory_mib(a.devices) if a.node is not None else None
@@ -187,6 +189,36 @@ class _Check:
                 result.warnings.append(Warning(w.key, text))
                 result.memory.append(MemoryProblem(w.key, expected, budget, text))
                 break
+
+    def _model_on_devices(self, w: PodWorkload, attempts) -> bool:
+        """A declared model against each GPU its claims were allocated (the device's published memory);
+        True when the model decided the memory verdict (a misfit is an error, as on labelled nodes)."""
+        import json
+
+        from gpufleet.capacity.model_fit import container_argv, misfit_message
+        from gpufleet.nvidia.model_budget import dra_budget
+        from gpufleet.nvidia.model_memory import from_annotation, need_per_gpu
+        from gpufleet.scheduling.dra.claims import memory_mib
+
+        try:
+            doc = json.loads(w.annotations[MODEL_ANNOTATION])
+            label, shape, serving, vllm = from_annotation(doc if isinstance(doc, dict) else {})
+        except (json.JSONDecodeError, ValueError) as e:
+            raise InputError(f"{w.key}: annotation {MODEL_ANNOTATION} is not usable: {e}") from e
+        argv = container_argv(w.spec)
+        for a in attempts:
+            for device in (a.devices if a.node is not None else []):
+                mib = memory_mib([device])
+                if mib is None:
+                    continue
+                budget = dra_budget(device.label, mib)
+                message = misfit_message(w.key, label, shape, serving, budget, None, vllm, argv)
+                if message is not None:
+                    self.result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, message))
+                    self.result.memory.append(MemoryProblem(w.key, need_per_gpu(shape, serving).mib,
+                                                            budget.usable_mib, message, error=True))
+                    return True
+        return True
 
     def _claims_run(self, w, static, reqs, dra, packed, spread):
         """Place the workload's pods one by one until one stays Pending: (pods placed, attempts)."""
