@@ -116,6 +116,7 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
         cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
     except ValidationError as e:
         issues += [_issue_from_pydantic(err) for err in e.errors()]
+        issues += [i for i in _rules_without_broken_workloads(known, e.errors(), project_dir) if i not in issues]
         raise config_error(source, issues) from None
     issues = [_plain_secret_issue(i.path) if i.path.removeprefix(f"{NAMESPACE}:") in cfg.secret_config_keys()
               else i for i in issues]
@@ -123,6 +124,36 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
     if issues:
         raise config_error(source, issues)
     return cfg
+
+
+_WORKLOAD_INDEX = re.compile(r"workloads\[(\d+)\]")
+
+
+def _rules_without_broken_workloads(known: dict[str, Any], errors: list, project_dir: Path | None) -> list[ConfigIssue]:
+    """The cross-section rules over everything that did parse, when only some workloads failed to.
+
+    Without this, one mistyped workload would hide every node-pool, sharing and reference problem until it is
+    fixed. Workloads are what nothing else refers to, so leaving the broken ones out cannot invent a problem;
+    each issue's workload index is mapped back to the file's. Anything else broken: the rules wait.
+    """
+    items = known.get("workloads")
+    locs = [err.get("loc") or () for err in errors]
+    if not isinstance(items, list) or not all(len(loc) > 1 and loc[0] == "workloads" and isinstance(loc[1], int)
+                                              for loc in locs):
+        return []
+    broken = {loc[1] for loc in locs}
+    kept = [i for i in range(len(items)) if i not in broken]
+    try:
+        cfg = StackConfig.model_validate({**known, "workloads": [items[i] for i in kept]},
+                                         context={"project_dir": project_dir}, **SPELLING)
+    except ValidationError:
+        return []
+
+    def renumber(text: str) -> str:
+        return _WORKLOAD_INDEX.sub(lambda m: f"workloads[{kept[int(m.group(1))]}]"
+                                   if int(m.group(1)) < len(kept) else m.group(0), text)
+
+    return [ConfigIssue(renumber(i.path), renumber(i.message)) for i in validate_references(cfg)]
 
 
 def _plain_secret_issue(path: str) -> ConfigIssue:

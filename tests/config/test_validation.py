@@ -346,3 +346,26 @@ def test_unpinned_and_latest_images_are_refused_but_tags_and_digests_pass():
         assert parse_sections(with_(lambda s: s["workloads"][0].update(image=image)), "Pulumi.t.yaml")
     for image in ("localhost:5000/nginx", "nginx:latest"):
         assert any("is not pinned" in e for e in errors_of(with_(lambda s: s["workloads"][0].update(image=image))))
+
+
+def test_a_broken_workload_does_not_hide_the_rules_over_everything_else():
+    """One mistyped workload used to hide every node-pool and reference problem until it was fixed."""
+    s = base()
+    s["nodePools"][0]["nodes"] = ["n0", "n0"]
+    s["workloads"] = [infer(name="ok", nodePool="edge", gpu={"count": 1}),
+                      infer(name="broken", namespace="../../x", nodePool="edge", gpu={"count": 1}),
+                      infer(name="lost", nodePool="nowhere", gpu={"count": 1})]
+    errors = errors_of(s)
+    assert any(e.startswith("gpufleet:workloads[1].namespace: not a valid namespace name") for e in errors)
+    assert any(e.startswith("gpufleet:nodePools[0].nodes[1]: 'n0' is already listed") for e in errors)
+    # the rule ran without workloads[1]; its finding about the third workload keeps that workload's index
+    assert any(e.startswith("gpufleet:workloads[2].nodePool:") and "'nowhere' is not a node pool" in e
+               for e in errors), errors
+
+
+def test_rules_wait_when_a_section_other_than_workloads_is_broken():
+    s = base()
+    s["mode"] = "operatr"
+    s["nodePools"][0]["nodes"] = ["n0", "n0"]
+    errors = errors_of(s)
+    assert [e.split(":")[1] for e in errors] == ["mode"]  # pools are checked once the mode is fixed
