@@ -9,6 +9,7 @@ Nodes of a pool whose GPUs, units and placed workloads are identical collapse in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -146,9 +147,28 @@ def pool_of_node(node: Node) -> str:
     return node.labels.get("nvidia.com/gpu.product") or "nodes without a pool label"
 
 
-def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]]) -> tuple[GpuView, ...]:
-    """Give each pod (workload index, GPU request) the first free units of the resources it asks for."""
+DRA_CLAIM = "DRA-claimed GPU"
+_DRA_GPU = re.compile(r"/gpu-(\d+)$")
+
+
+def _dra_devices(result: CheckResult) -> dict[str, dict[str, list[int]]]:
+    """workload -> node -> the GPU indexes (`gpu-N` devices) its DRA claims were allocated there."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for key, node, label in result.device_uses:
+        m = _DRA_GPU.search(label)
+        if m:
+            out.setdefault(key, {}).setdefault(node, []).append(int(m.group(1)))
+    return out
+
+
+def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]],
+            claimed: dict[int, int] | None = None) -> tuple[GpuView, ...]:
+    """Give each pod (workload index, GPU request) the first free units of the resources it asks for; GPUs
+    a DRA claim was allocated (`claimed`: GPU index -> workload index) are that workload's, whole."""
     owner: dict[tuple[int, int], int] = {}
+    for g, workload in (claimed or {}).items():
+        if g < len(gpus):
+            owner.update({(g, u): workload for u in range(len(gpus[g].units))})
     order = [(g, u) for g, gpu in enumerate(gpus) for u in range(len(gpu.units))]
     for workload, request in pods:
         for resource, n in request:
@@ -192,6 +212,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         placed.setdefault(key, []).append((node, n))
     node_by_name = {n.name: n for n in nodes}
     verdicts = _verdicts(result)
+    dra = _dra_devices(result)
     views: list[WorkloadView] = []
     for key in dict.fromkeys(result.checked):
         w = by_key.get(key)
@@ -199,6 +220,9 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             continue
         requests = pod_requests(w.spec) if w.replicas > 0 else {}
         request = gpu_request(requests)
+        if not request and key in dra:
+            per_pod = max(1, sum(len(g) for g in dra[key].values()) // max(1, sum(n for _, n in placed.get(key, []))))
+            request = ((DRA_CLAIM, per_pod),)
         where = placed.get(key, [])
         n_placed = sum(n for _, n in where)
         verdict, message = "placed", ""
@@ -226,12 +250,18 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     for view in views[:running_index]:
         for node, n in placed.get(view.key, []):
             per_node.setdefault(node, []).extend([(view.index, view.gpu_request)] * n)
+    index_of = {v.key: v.index for v in views}
     pools: dict[str, PoolView] = {}
     rows: dict[tuple, NodeRow] = {}
     for node in nodes:
         pool = pool_name(node)
         pods = per_node.get(node.name, [])
-        gpus = _assign(node_gpus(node), pods)
+        claimed: dict[int, int] = {}
+        for key, per_node in dra.items():  # a time-shared GPU is drawn as its first consumer's
+            for g in per_node.get(node.name, []):
+                if key in index_of:
+                    claimed.setdefault(g, index_of[key])
+        gpus = _assign(node_gpus(node), pods, claimed)
         counts: dict[int, int] = {}
         for index, _ in pods:
             counts[index] = counts.get(index, 0) + 1

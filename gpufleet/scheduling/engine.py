@@ -165,6 +165,7 @@ class _Check:
             if a.node is not None:
                 result.placements.append((w.key, self.nodes[a.node].name, 1))
                 result.devices += [(w.key, self.nodes[a.node].name, d.label) for d in a.allocated]
+                result.device_uses += [(w.key, self.nodes[a.node].name, d.label) for d in a.devices]
         if placed < wanted:
             text = attempts[-1].message
             if alone < wanted:

@@ -45,6 +45,8 @@ class CheckResult:
     #: Devices allocated to DRA claims in the check: (workload key, node name, driver/pool/device).
     #: Not part of the JSON contract.
     devices: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (workload, node, device) for every device a placed pod uses, a shared claim's included (the report).
+    device_uses: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:

@@ -163,3 +163,17 @@ def test_mig_instances_fill_the_height_of_the_memory_slices_they_own():
 
     # all seven 1g.5gb instances fill the box's height (less the 1 px border each side): empty width is free memory
     assert heights == {GPU_H - 2}
+
+
+def test_dra_stack_report_allocates_the_claims_on_the_planned_slices_and_draws_the_claimed_gpus():
+    report = stack_report("dra", load_stack("dra", ROOT).config)
+    assert report.not_running == []
+    views = {w.key: w for w in report.workloads}
+    assert {k: (w.verdict, w.gpu_request) for k, w in views.items()} == {
+        "Deployment/serving/llm": ("placed", (("DRA-claimed GPU", 1),)),
+        "Job/research/train": ("placed", (("DRA-claimed GPU", 2),)),
+        "Deployment/research/explore": ("placed", (("DRA-claimed GPU", 1),)),
+        "Deployment/research/embed": ("placed", (("DRA-claimed GPU", 1),)),  # the shared claim's GPU
+    }
+    # 1 (llm) + 2 x 2 (train, one PCIe root's pair per pod) + 1 time-shared by explore and embed
+    assert "| h100 | 2 | 6 | 10 |" in summary_markdown(report)
