@@ -9,12 +9,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpufleet.capacity.files import CAPACITY_SOURCES
 from gpufleet.capacity.model import Capacity
 from gpufleet.scheduling import check_workloads
 from gpufleet.scheduling.result import CheckResult
 from policies._common import PACK_DIR, StackRef
 
-SOURCES = ("stack", "nodesFile", "kubeconfig")
+SOURCES = tuple(CAPACITY_SOURCES)
+
+#: Config keys of every policy that checks against capacity (gpu-capacity-fit, model-fits-gpu).
+CAPACITY_PROPERTIES: dict = {
+    "capacitySource": {"type": "string", "enum": list(SOURCES), "description": "stack (the stack's node pools, "
+                       "planned), nodesFile or kubeconfig. Default: nodesFile / kubeconfig when set, else stack."},
+    "nodesFile": {"type": "string", "description": "kubectl get nodes -o json output or a gpufleet capacity.json "
+                  "(relative to the project directory)."},
+    "podsFile": {"type": "string", "description": "kubectl get pods -A -o json output: pods already using the nodes."},
+    "kubeconfig": {"type": "string", "description": "Discover nodes and running pods from this cluster."},
+    "context": {"type": "string", "description": "kubeconfig context."},
+    "extendedResourceToleration": {"type": "boolean", "description": "The API server runs the "
+                                   "ExtendedResourceToleration admission plugin. Default: the stack's cluster config."},
+}
 #: Pulumi types of the claim objects a DRA pod's allocation reads (the pods reference them by name).
 CLAIM_TYPES = ("kubernetes:resource.k8s.io/v1:ResourceClaim", "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
 

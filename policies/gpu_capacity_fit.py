@@ -14,7 +14,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CLAIM_TYPES, SOURCES, CapacityUnavailable, check_fit, load_capacity, manifests_to_check,
+    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, load_capacity, manifests_to_check,
 )
 from policies._common import (
     NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config,
@@ -113,15 +113,7 @@ POLICY = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,
-        "capacitySource": {"type": "string", "enum": list(SOURCES), "description": "stack (the stack's node pools, "
-                           "planned), nodesFile or kubeconfig. Default: nodesFile / kubeconfig when set, else stack."},
-        "nodesFile": {"type": "string", "description": "kubectl get nodes -o json output or a gpufleet capacity.json "
-                      "(relative to the project directory)."},
-        "podsFile": {"type": "string", "description": "kubectl get pods -A -o json output: pods already using the nodes."},
-        "kubeconfig": {"type": "string", "description": "Discover nodes and running pods from this cluster."},
-        "context": {"type": "string", "description": "kubeconfig context."},
-        "extendedResourceToleration": {"type": "boolean", "description": "The API server runs the "
-                                       "ExtendedResourceToleration admission plugin. Default: the stack's cluster config."},
+        **CAPACITY_PROPERTIES,
         "checkMemoryBudget": {"type": "boolean", "description": "Also check gpu.memoryMiB against what each GPU share "
                               "has (stack source only). Default: true."},
     }),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from policies._capacity import CapacityUnavailable, check_fit, load_capacity
+from policies._capacity import CAPACITY_PROPERTIES, CapacityUnavailable, check_fit, load_capacity
 from policies._common import POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config, stack_ref
 from policies.gpu_capacity_fit import manifest_of
 
@@ -63,15 +63,7 @@ POLICY = StackValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,
-        "capacitySource": {"type": "string", "enum": ["stack", "nodesFile", "kubeconfig"], "description": "As "
-                           "gpu-capacity-fit: stack (node pools, planned), nodesFile or kubeconfig."},
-        "nodesFile": {"type": "string", "description": "kubectl get nodes -o json output or a gpufleet capacity.json "
-                      "(relative to the project directory)."},
-        "podsFile": {"type": "string", "description": "kubectl get pods -A -o json output."},
-        "kubeconfig": {"type": "string", "description": "Discover nodes from this cluster."},
-        "context": {"type": "string", "description": "kubeconfig context."},
-        "extendedResourceToleration": {"type": "boolean", "description": "The API server runs the "
-                                       "ExtendedResourceToleration admission plugin. Default: the stack's cluster config."},
+        **CAPACITY_PROPERTIES,
     }),
     validate=validate,
 )

@@ -17,6 +17,8 @@ from gpufleet.capacity.shape import INT64_MAX, Shape
 from gpufleet.discovery.kubernetes import list_items, read_json
 from gpufleet.errors import InputError, one_line
 
+#: Where a capacity check gets its nodes (the policy pack's `capacitySource`) and the config key each needs.
+CAPACITY_SOURCES = {"stack": None, "nodesFile": "nodesFile", "kubeconfig": "kubeconfig"}
 NODES_WHAT = f"the output of `kubectl get nodes -o json` or a capacity.json ({FORMAT})"
 PODS_WHAT = "the output of `kubectl get pods -A -o json`"
 

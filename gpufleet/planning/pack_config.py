@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gpufleet.capacity.files import CAPACITY_SOURCES
 from gpufleet.errors import InputError
 
 LEVELS = ("advisory", "mandatory", "disabled", "remediate")
-#: gpu-capacity-fit's capacity sources and the key each needs (policies/_capacity.py).
-CAPACITY_SOURCES = {"stack": None, "nodesFile": "nodesFile", "kubeconfig": "kubeconfig"}
 #: Config keys (of any policy) that name a file the pack will read; relative to the project directory.
 FILE_KEYS = ("nodesFile", "podsFile", "kubeconfig")
 
