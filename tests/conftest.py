@@ -31,6 +31,15 @@ def loaded_from(sections: dict, name: str = "test") -> LoadedStack:
     return LoadedStack(name=name, source=f"Pulumi.{name}.yaml", config=cfg, pulumi_config=pulumi_config)
 
 
+def config_errors(sections: dict) -> list[str]:
+    """`path: message` of every issue parsing these `gpufleet:` sections reports (they must not parse)."""
+    from gpufleet.errors import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        parse_sections(sections, "Pulumi.t.yaml")
+    return [f"{i.path}: {i.message}" for i in exc.value.issues]
+
+
 def plan_sections(sections: dict, preview: bool = True, name: str = "test"):
     return run_program(loaded_from(sections, name), preview=preview)
 

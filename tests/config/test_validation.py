@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from gpufleet.config.loading import parse_sections
-from gpufleet.errors import ConfigError
+from tests.conftest import config_errors as errors_of
 
 T4_POOL = {"name": "edge", "nodes": ["n0"], "gpu": {"product": "Tesla-T4", "count": 1}}
 A100_POOL = {"name": "a100", "nodes": ["n1"], "gpu": {"product": "A100-PCIE-40GB", "count": 1}}
@@ -23,12 +23,6 @@ def infer(**over) -> dict:
 
 def base() -> dict:
     return {"mode": "operator", "nodePools": [copy.deepcopy(T4_POOL)], "workloads": [infer(nodePool="edge", gpu={"count": 1})]}
-
-
-def errors_of(sections: dict) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
-        parse_sections(sections, "Pulumi.t.yaml")
-    return [f"{i.path}: {i.message}" for i in exc.value.issues]
 
 
 def with_(mutate) -> dict:

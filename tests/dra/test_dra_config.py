@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from gpufleet.config.loading import load_stack, parse_sections
-from gpufleet.errors import ConfigError
+from tests.conftest import config_errors as errors_of
 from tests.conftest import ROOT
 
 POOL = {"name": "h100", "nodes": ["n0", "n1"], "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "count": 8}}
@@ -24,12 +24,6 @@ def base() -> dict:
             "claims": [{"name": "shared", "sharing": {"strategy": "TimeSlicing", "interval": "Short"}}],
             "workloads": [job(claim={"count": 4, "sameAttribute": "resource.kubernetes.io/pcieRoot"}),
                           job("a", sharedClaim="shared"), job("b", sharedClaim="shared")]}
-
-
-def errors_of(sections: dict) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
-        parse_sections(sections, "Pulumi.t.yaml")
-    return [f"{i.path}: {i.message}" for i in exc.value.issues]
 
 
 def with_(mutate) -> dict:
