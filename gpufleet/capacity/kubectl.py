@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint
+from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint, images_of
 from gpufleet.capacity.quantity import to_units
-from gpufleet.capacity.requests import pod_requests
+from gpufleet.capacity.requests import NON_ZERO_DEFAULTS, pod_requests
 from gpufleet.capacity.shape import Shape, pod_spec
 from gpufleet.discovery.kubernetes import ClusterSource
 from gpufleet.errors import GpufleetError, InputError, one_line
@@ -33,6 +33,7 @@ def node_from_object(obj: dict) -> Node:
         unschedulable=bool(spec.get("unschedulable", False)),
         allocatable=_quantities(status.get("allocatable")), capacity=_quantities(status.get("capacity")),
         container_runtime=info.get("containerRuntimeVersion", ""), kubelet_version=info.get("kubeletVersion", ""),
+        images=images_of(status.get("images")),
     )
 
 
@@ -68,7 +69,19 @@ def _bound_pod(obj: dict) -> BoundPod | None:
     if not node or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
         return None
     meta = obj.get("metadata") or {}
-    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, pod_requests(spec))
+    requests = pod_requests(spec)
+    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, requests, non_zero(spec, requests))
+
+
+def non_zero(spec: dict, requests: dict[str, int]) -> tuple[int, int]:
+    """(cpu, memory) of a pod as scoring counts them (NodeInfo.NonZeroRequested)."""
+    for container in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
+        resources = (container.get("resources") if isinstance(container, dict) else None) or {}
+        given = {*(resources.get("requests") or ()), *(resources.get("limits") or ())}
+        if "cpu" not in given or "memory" not in given:
+            found = pod_requests(spec, NON_ZERO_DEFAULTS)
+            return found.get("cpu", 0), found.get("memory", 0)
+    return requests.get("cpu", 0), requests.get("memory", 0)
 
 
 def bound_pods(objs: Iterable[dict]) -> list[BoundPod]:

@@ -42,14 +42,19 @@ class Node:
     container_runtime: str = ""
     kubelet_version: str = ""
     gpus: GpuFacts | None = None
+    images: tuple[tuple[tuple[str, ...], int], ...] = ()
+    """status.images: (names, sizeBytes) per image the node holds (ImageLocality scoring reads them)."""
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name, "labels": self.labels, "taints": [t.to_json() for t in self.taints],
             "unschedulable": self.unschedulable, "allocatable": self.allocatable, "capacity": self.capacity,
             "unknown": sorted(self.unknown), "containerRuntime": self.container_runtime,
             "kubeletVersion": self.kubelet_version, "gpus": self.gpus.to_json() if self.gpus else None,
         }
+        if self.images:
+            out["images"] = [{"names": list(names), "sizeBytes": size} for names, size in self.images]
+        return out
 
     @classmethod
     def from_json(cls, doc: dict) -> "Node":
@@ -62,7 +67,21 @@ class Node:
             unknown=frozenset(doc.get("unknown") or ()), container_runtime=doc.get("containerRuntime", ""),
             kubelet_version=doc.get("kubeletVersion", ""),
             gpus=GpuFacts.from_json(doc["gpus"]) if doc.get("gpus") else None,
+            images=images_of(doc.get("images")),
         )
+
+
+def images_of(items: Any) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """A node's status.images as (names, sizeBytes), skipping entries that are not well formed."""
+    out = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        names, size = item.get("names"), item.get("sizeBytes", 0)
+        if (isinstance(names, list) and all(isinstance(n, str) for n in names) and isinstance(size, int)
+                and not isinstance(size, bool) and size >= 0):
+            out.append((tuple(names), size))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -73,9 +92,21 @@ class BoundPod:
     name: str
     node: str
     requests: dict[str, int]
+    nonzero: tuple[int, int] | None = None
+    """(cpu, memory) as scoring counts them (a container without a request counts 100m / 200Mi); None:
+    derived from `requests`."""
+
+    def non_zero(self) -> tuple[int, int]:
+        if self.nonzero is not None:
+            return self.nonzero
+        cpu, memory = self.requests.get("cpu", 0), self.requests.get("memory", 0)
+        return (cpu if "cpu" in self.requests else 100), (memory if "memory" in self.requests else 200 * 1024 * 1024)
 
     def to_json(self) -> dict:
-        return {"namespace": self.namespace, "name": self.name, "node": self.node, "requests": self.requests}
+        out = {"namespace": self.namespace, "name": self.name, "node": self.node, "requests": self.requests}
+        if self.nonzero is not None:
+            out["nonZeroRequests"] = {"cpu": self.nonzero[0], "memory": self.nonzero[1]}
+        return out
 
 
 @dataclass
@@ -103,8 +134,15 @@ class Capacity:
             raise InputError(f"{origin}: not a capacity file (expected \"format\": \"{FORMAT}\")")
         try:
             return cls(doc.get("source", ""), [Node.from_json(n) for n in doc.get("nodes", [])],
-                       [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()})
+                       [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()},
+                                 _non_zero(p.get("nonZeroRequests")))
                         for p in doc.get("pods", [])],
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()])
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e
+
+
+def _non_zero(doc: Any) -> tuple[int, int] | None:
+    if doc is None:
+        return None
+    return int(doc["cpu"]), int(doc["memory"])

@@ -32,15 +32,31 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[name] = into.get(name, 0) + value
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Effective request of a pod spec (camelCase Kubernetes shape), resource -> compared units."""
+#: What the scheduler's scoring (and NodeInfo.NonZeroRequested) assumes for a container that requests no
+#: cpu or memory at all (pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest).
+NON_ZERO_DEFAULTS = {"cpu": 100, "memory": 200 * 1024 * 1024}
+
+
+def _with_defaults(req: dict[str, int], non_missing: Mapping[str, int] | None) -> dict[str, int]:
+    if non_missing:
+        for name, value in non_missing.items():
+            req.setdefault(name, value)  # only a missing request; an explicit 0 stays 0
+    return req
+
+
+def pod_requests(spec: Mapping[str, Any], non_missing: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Effective request of a pod spec (camelCase Kubernetes shape), resource -> compared units.
+
+    `non_missing`: amounts given to each container that lacks a request for them (NON_ZERO_DEFAULTS gives
+    the request that LeastAllocated scoring and NodeInfo.NonZeroRequested count).
+    """
     result: dict[str, int] = {}
     for container in spec.get("containers") or ():
-        _add(result, container_requests(container))
+        _add(result, _with_defaults(container_requests(container), non_missing))
     init_max: dict[str, int] = {}
     restartable: dict[str, int] = {}
     for container in spec.get("initContainers") or ():
-        req = container_requests(container)
+        req = _with_defaults(container_requests(container), non_missing)
         if container.get("restartPolicy") == "Always":
             _add(result, req)
             _add(restartable, req)

@@ -1,7 +1,7 @@
 """Nodes grouped by what kube-scheduler's static filters read, so each filter runs once per group.
 
 NodeUnschedulable, TaintToleration and NodeAffinity read a node's `unschedulable` flag, its taints, the
-labels a pod's nodeSelector / required node affinity name, and (for `matchFields`) its name. Nodes equal
+labels a pod's nodeSelector / required or preferred node affinity name, and (for `matchFields`) its name. Nodes equal
 in all of these that any workload of the check reads (and in which resources are of unknown size) form
 one class: a fleet of 10,000 nodes is a few dozen classes, since `kubernetes.io/hostname` and the other
 per-node labels are left out unless a workload selects on them.
@@ -37,9 +37,11 @@ def selected_labels(specs: Iterable[Any]) -> tuple[frozenset | None, bool]:
         if not affinity:
             continue
         try:
-            required = ((affinity.get("nodeAffinity") or {})
-                        .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-            for term in required.get("nodeSelectorTerms") or ():
+            node_affinity = affinity.get("nodeAffinity") or {}
+            required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+            preferred = [p.get("preference") or {} for p in
+                         node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
+            for term in [*(required.get("nodeSelectorTerms") or ()), *preferred]:
                 for expr in term.get("matchExpressions") or ():
                     keys.add(expr.get("key", ""))
                 if term.get("matchFields"):

@@ -1,16 +1,14 @@
 """`check_workloads`: will every workload run, and if not, why, in the scheduler's own words.
 
-Per workload, in input order: API validation (rejected) -> effective pod request -> static filters per
-node class -> NodeResourcesFit against free capacity. Earlier workloads consume capacity, simulated twice:
-packed (tightest nodes first) and spread (the default scheduler's LeastAllocated, which ignores GPUs).
-Verdicts follow scheduling-rules.md 4.2:
-- Pending (an error) only when pods pend under every placement: the workload alone does not fit, or the
-  workloads placed so far plus this one provably cannot all be placed: by an exact search on small
-  inputs (at most 64 pods and 32 nodes), and by cut bounds over node classes at any scale
-  (gpufleet.scheduling.bounds). The FailedScheduling text is the one for the packed simulation.
-- A warning when the outcome depends on how earlier workloads were placed.
-Nodes are grouped into classes and buckets (gpufleet.scheduling.classes, .buckets), so a fleet costs
-what its distinct node shapes and the pods placed cost, not nodes x workloads.
+Per workload, in input order: API validation (rejected), then its pods through kube-scheduler's node
+choice one after another (gpufleet.scheduling.simulation: the default profile's filters and scores, the
+adaptive percentageOfNodesToScore and its rotating start). Where scores tie the scheduler picks at random,
+so the whole sequence runs TIE_RUNS times with different seeded picks (once when no tie could matter):
+- Pending (an error): pods stay Pending in every run;
+- a warning: they pend in some runs only, which depends on the scheduler's random tie-breaks;
+- fits: no run leaves a pod Pending.
+The FailedScheduling text and the placements the report draws are those of the first run that pends (the
+first run). For a Pending or warned workload, `blocked` names who holds the nodes it could have used.
 """
 
 from __future__ import annotations
@@ -18,23 +16,28 @@ from __future__ import annotations
 import gc
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.model_fit import MODEL_ANNOTATION, check_manifest_model, container_argv
-from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.bounds import CutBound, Kind
-from gpufleet.scheduling.buckets import FreeState, Request
+from gpufleet.scheduling.blocked import blocked_by
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import checked_request, failed_scheduling, fit_failures, pod_terms
+from gpufleet.scheduling.filters import pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
-from gpufleet.scheduling.placement import ClusterState, SmallSearch
+from gpufleet.scheduling.node_tree import tree_order
+from gpufleet.scheduling.plugins.imagelocality import ImageStates
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
+from gpufleet.scheduling.simulation import Run, Simulation
+from gpufleet.scheduling.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.validation import rejection
 
 DEFAULT_SCHEDULER = "default-scheduler"
+#: How many tie-break outcomes are tried when ties could change an outcome.
+TIE_RUNS = 3
 
 
 def _nodes(nodes: Iterable[Node | dict]) -> list[Node]:
@@ -48,7 +51,7 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
 
 
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
-                    *, extended_resource_toleration: bool = False) -> CheckResult:
+                    *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
@@ -59,9 +62,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
     try:
-        node_list = _nodes(nodes)
         workloads = workloads_of(manifests)
-        check = _Check(node_list, _pods(running_pods), workloads, extended_resource_toleration)
+        check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
 
@@ -70,13 +72,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
             if problems:  # objects from the Python API (the CLI has refused them already)
                 raise InputError("\n".join(problems))
             check.dra_base = DraState(dra_objects(objects))
-            check.dra = check.dra_base.copy()
-        for w in workloads:
-            check.result.checked.append(w.key)
-            try:
-                check.one(w)
-            except GpufleetError as e:
-                raise InputError(f"{w.key}: {e}") from e
+        check.run(max(1, tie_runs))
         return check.result
     finally:
         if collecting:
@@ -84,164 +80,103 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
 
 
 class _Check:
-    """The state of one check: the base, packed and spread simulations and what was placed so far."""
-
     def __init__(self, node_list: list[Node], pods: list[BoundPod], workloads: list[PodWorkload], ert: bool):
-        self.nodes, self.ert = node_list, ert
-        self.classes = NodeClasses(node_list, (w.spec for w in workloads))
-        base = ClusterState(node_list, pods)
-        self.base = FreeState(self.classes, base.free, base.pods_free)
-        self.packed, self.spread = self.base.copy(), self.base.copy()
-        self.search = SmallSearch(base, self.classes)
-        self.bound = CutBound(self.base)
+        ordered = [node_list[i] for i in tree_order(node_list)]
+        self.snapshot = Snapshot(ordered, pods)
+        self.nodes, self.running, self.workloads, self.ert = ordered, pods, workloads, ert
+        self.classes = NodeClasses(ordered, (w.spec for w in workloads))
+        self.class_of = np.array(self.classes.of, dtype=np.int64)
+        self.images = ImageStates(ordered)
         self.result = CheckResult()
-        self.dra_base = self.dra = None  # DraStates, when pods have DRA claims
-        self._requests: dict[tuple, dict[int, Request]] = {}
-        self._alone: dict[tuple, int] = {}
-        self._kinds: dict[tuple, Kind] = {}
-        self._messages: dict[tuple, tuple[list[int], str]] = {}
+        self.dra_base = None
+        self._shapes: dict[str, PodShape] = {}
+        self.shapes: dict[int, PodShape] = {}
 
-    def one(self, w: PodWorkload) -> None:
-        result = self.result
+    def run(self, tie_runs: int) -> None:
+        result, shapes, early = self.result, {}, {}
+        for index, w in enumerate(self.workloads):
+            result.checked.append(w.key)
+            try:
+                found = self._admit(w)
+            except GpufleetError as e:
+                raise InputError(f"{w.key}: {e}") from e
+            if isinstance(found, PodShape):
+                shapes[index] = found
+            elif found is not None:
+                early[index] = found
+        kind_of = self.class_of * (len(self.images.sets) or 1) + (self.images.group_of if self.images.sets else 0)
+        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base)
+        runs = [simulation.run(0)]
+        if runs[0].decisive_ties:
+            runs += [simulation.run(seed) for seed in range(1, tie_runs)]
+        self.shapes = shapes
+        for index in range(len(self.workloads)):
+            if index in early:
+                entry = early[index]
+                (result.unschedulable if isinstance(entry, Unschedulable) else result.warnings).append(entry)
+            elif index in shapes:
+                try:
+                    self._verdict(index, shapes[index], runs)
+                except GpufleetError as e:
+                    raise InputError(f"{self.workloads[index].key}: {e}") from e
+
+    def _admit(self, w: PodWorkload) -> PodShape | Unschedulable | Warning | None:
+        """API validation and the scheduler name: the workload's pod shape when the scheduler will see it,
+        else what to report (None: nothing, as for zero replicas)."""
         message = rejection(w)
         if message is not None:
-            result.unschedulable.append(Unschedulable(w.key, "rejected", w.replicas, message))
-            return
+            return Unschedulable(w.key, "rejected", w.replicas, message)
         if w.replicas <= 0:
-            return
+            return None
         scheduler = w.spec.get("schedulerName") or DEFAULT_SCHEDULER
         if scheduler != DEFAULT_SCHEDULER:
-            result.warnings.append(Warning(w.key, f"scheduled by '{scheduler}', whose rules gpufleet does not "
-                                                  "model; not checked"))
-            return
-        requests = pod_requests(w.spec)
-        terms = pod_terms(w.spec, requests, self.ert)
-        signature = repr(terms)
-        static = self.classes.static(signature, terms)
-        key = (signature, tuple(sorted(requests.items())))
-        reqs = self._per_class(key, static, requests)
+            return Warning(w.key, f"scheduled by '{scheduler}', whose rules gpufleet does not model; not checked")
+        from gpufleet.capacity.requests import pod_requests
+
+        terms = pod_terms(w.spec, pod_requests(w.spec), self.ert)
+        signature = repr((terms, _score_inputs(w.spec)))
+        shape = self._shapes.get(signature)
+        if shape is None:
+            static = self.classes.static(repr(terms), terms)
+            shape = self._shapes[signature] = PodShape(w.spec, terms, self.classes, static, self.images, self.class_of)
+        return shape
+
+    def _verdict(self, index: int, shape: PodShape, runs: list[Run]) -> None:
+        w, result = self.workloads[index], self.result
+        outcomes = [r.outcomes[index] for r in runs]
+        pending_runs = [k for k, o in enumerate(outcomes) if o.pending]
+        shown = outcomes[pending_runs[0]] if pending_runs else outcomes[0]
+        first = outcomes[0]
+        counts: dict[int, int] = {}
+        for node in first.nodes:
+            counts[node] = counts.get(node, 0) + 1
+        result.placements += [(w.key, self.nodes[i].name, n) for i, n in sorted(counts.items())]
+        for node, used, allocated in first.devices:
+            result.devices += [(w.key, self.nodes[node].name, d.label) for d in allocated]
+            result.device_uses += [(w.key, self.nodes[node].name, d.label) for d in used]
+        if pending_runs:
+            run = runs[pending_runs[0]]
+            blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.nodes)
+            if len(pending_runs) == len(runs):
+                # The count every run leaves Pending at least (ties may leave more).
+                least = min(o.pending for o in outcomes)
+                result.unschedulable.append(Unschedulable(w.key, "pending", least, shown.message, blocked))
+            else:
+                result.warnings.append(Warning(
+                    w.key, f"{shown.pending} of {w.replicas} pods stay Pending in {len(pending_runs)} of {len(runs)} "
+                           f"runs of the scheduler: where scores tie it picks a node at random, and some picks leave "
+                           f"too little room: {shown.message}", blocked))
         if w.spec.get("resourceClaims"):
-            self._with_claims(w, key, static, reqs)
-            return
-        wanted = w.replicas
-        alone = self._alone.get((key, wanted))
-        if alone is None:
-            alone = self._alone[(key, wanted)] = self.base.capacity(reqs, wanted)
-        placements = self.packed.pack(reqs, wanted)
-        result.placements += [(w.key, self.nodes[i].name, n) for i, n in placements]
-        n_packed = sum(n for _, n in placements)
-        n_spread = self.spread.spread(reqs, wanted)
-        best = max(n_packed, n_spread)
-        kind = self._kinds.get(key)
-        if kind is None:
-            kind = self._kinds[key] = Kind(key, reqs)
-        if best < wanted:
-            proven = alone < wanted or self._proven(kind, wanted)
-            text = self._message(self.packed, "packed", key, static, reqs)
-            if proven:
-                result.unschedulable.append(Unschedulable(w.key, "pending", wanted - best, text))
-            else:
-                result.warnings.append(Warning(w.key, f"{wanted - best} of {wanted} pods may stay Pending, depending "
-                                                      f"on where earlier workloads land: {text}"))
-        elif n_spread < wanted:
-            text = self._message(self.spread, "spread", key, static, reqs)
-            result.warnings.append(Warning(
-                w.key, f"{wanted - n_spread} of {wanted} pods fit only if earlier workloads are packed tightly; the "
-                       f"default scheduler spreads pods (its scoring ignores GPUs) and may leave them Pending: {text}"))
-        if best:
-            self.search.add(reqs, best)
-            self.bound.add(kind, best)
-        if not self._model_memory(w, static, requests):
-            result.memory += _memory(w, self.nodes, requests, placements, result)
+            self._device_memory(w, first)
+        elif not self._model_memory(w, shape):
+            result.memory += _memory(w, [(self.nodes[i], n) for i, n in sorted(counts.items())], shape.requests, result)
 
-    def _with_claims(self, w: PodWorkload, key: tuple, static: list[str | None], reqs: dict[int, Request]) -> None:
-        """A workload whose pods have DRA claims: placed one pod at a time, devices allocated per node."""
-        from gpufleet.scheduling.dra.claims import memory_mib
-
-        wanted, result = w.replicas, self.result
-        alone, _ = self._claims_run(w, static, reqs, self.dra_base.copy(), self.base.copy(), None)
-        placed, attempts = self._claims_run(w, static, reqs, self.dra, self.packed, self.spread)
-        for a in attempts:
-            if a.node is not None:
-                result.placements.append((w.key, self.nodes[a.node].name, 1))
-                result.devices += [(w.key, self.nodes[a.node].name, d.label) for d in a.allocated]
-                result.device_uses += [(w.key, self.nodes[a.node].name, d.label) for d in a.devices]
-        if placed < wanted:
-            text = attempts[-1].message
-            if alone < wanted:
-                result.unschedulable.append(Unschedulable(w.key, "pending", wanted - placed, text))
-            else:
-                result.warnings.append(Warning(w.key, f"{wanted - placed} of {wanted} pods may stay Pending, "
-                                                      f"depending on where earlier workloads land: {text}"))
-        if placed:
-            kind = self._kinds.get(key)
-            if kind is None:
-                kind = self._kinds[key] = Kind(key, reqs)
-            self.search.add(reqs, placed)
-            self.bound.add(kind, placed)
-        if MODEL_ANNOTATION in w.annotations and self._model_on_devices(w, attempts):
-            return
-        expected = w.expected_gpu_memory_mib
-        for a in attempts:
-            budget = memory_mib(a.devices) if a.node is not None else None
-            if expected is not None and budget is not None and expected > budget:
-                text = (f"{w.key} expects {expected} MiB of GPU memory; the devices allocated to its claims on "
-                        f"node {self.nodes[a.node].name} have {budget} MiB")
-                result.warnings.append(Warning(w.key, text))
-                result.memory.append(MemoryProblem(w.key, expected, budget, text))
-                break
-
-    def _model_on_devices(self, w: PodWorkload, attempts) -> bool:
-        """A declared model against each GPU its claims were allocated (the device's published memory);
-        True when the model decided the memory verdict (a misfit is an error, as on labelled nodes)."""
-        import json
-
-        from gpufleet.capacity.model_fit import container_argv, misfit_message
-        from gpufleet.nvidia.model_budget import dra_budget
-        from gpufleet.nvidia.model_memory import from_annotation, need_per_gpu
-        from gpufleet.scheduling.dra.claims import memory_mib
-
-        try:
-            doc = json.loads(w.annotations[MODEL_ANNOTATION])
-            label, shape, serving, vllm = from_annotation(doc if isinstance(doc, dict) else {})
-        except (json.JSONDecodeError, ValueError) as e:
-            raise InputError(f"{w.key}: annotation {MODEL_ANNOTATION} is not usable: {e}") from e
-        argv = container_argv(w.spec)
-        for a in attempts:
-            for device in (a.devices if a.node is not None else []):
-                mib = memory_mib([device])
-                if mib is None:
-                    continue
-                budget = dra_budget(device.label, mib)
-                message = misfit_message(w.key, label, shape, serving, budget, None, vllm, argv)
-                if message is not None:
-                    self.result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, message))
-                    self.result.memory.append(MemoryProblem(w.key, need_per_gpu(shape, serving).mib,
-                                                            budget.usable_mib, message, error=True))
-                    return True
-        return True
-
-    def _claims_run(self, w, static, reqs, dra, packed, spread):
-        """Place the workload's pods one by one until one stays Pending: (pods placed, attempts)."""
-        from gpufleet.scheduling.dra.place import schedule_one
-
-        attempts = []
-        for _ in range(w.replicas):
-            a = schedule_one(dra, packed, self.nodes, static, reqs, w.namespace, w.name, w.spec)
-            attempts.append(a)
-            if a.node is None:
-                break
-            if spread is not None and not fit_failures(*spread.free_of(a.node), reqs[self.classes.of[a.node]]):
-                spread.place_on(a.node, reqs[self.classes.of[a.node]])
-        return sum(a.node is not None for a in attempts), attempts
-
-    def _model_memory(self, w: PodWorkload, static: list[str | None], requests: dict[str, int]) -> bool:
+    def _model_memory(self, w: PodWorkload, shape: PodShape) -> bool:
         """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
         if MODEL_ANNOTATION not in w.annotations:
             return False
-        members = self.classes.members
-        eligible = [self.nodes[i] for c, s in enumerate(static) if s is None for i in members[c]]
-        verdict = check_manifest_model(w.key, w.annotations, eligible, requests, container_argv(w.spec))
+        eligible = [self.nodes[i] for i in np.flatnonzero(shape.eligible)]
+        verdict = check_manifest_model(w.key, w.annotations, eligible, shape.requests, container_argv(w.spec))
         result = self.result
         result.warnings += [Warning(w.key, m) for m in verdict.warnings]
         if verdict.error is not None:
@@ -250,56 +185,47 @@ class _Check:
                                                error=True))
         return not verdict.overridden
 
-    def _per_class(self, key: tuple, static: list[str | None], requests: dict[str, int]) -> dict[int, Request]:
-        """The request each eligible class checks (resources of unknown size left out), by class."""
-        found = self._requests.get(key)
-        if found is None:
-            nodes = self.classes.nodes
-            found = self._requests[key] = {c: checked_request(requests, nodes[c].unknown)
-                                           for c, s in enumerate(static) if s is None}
-        return found
+    def _device_memory(self, w: PodWorkload, first) -> None:
+        from gpufleet.scheduling.dra.claims import memory_mib
+        from gpufleet.scheduling.dra.memory import model_on_devices
 
-    def _proven(self, kind: Kind, wanted: int) -> bool:
-        decided = self.search.can_place_all(kind.requests, wanted)
-        if decided is not None:
-            return not decided
-        return self.bound.proves_pending(kind, wanted)
-
-    def _message(self, state: FreeState, which: str, key: tuple, static: list[str | None],
-                 reqs: dict[int, Request]) -> str:
-        """FailedScheduling for one more pod: each node's first failing filter, counted (cached per version)."""
-        versions = [state.version[c] for c in reqs]
-        cached = self._messages.get((which, key))
-        if cached is not None and cached[0] == versions:
-            return cached[1]
-        counts: dict[str, int] = {}
-        members = self.classes.members
-        for c, failure in enumerate(static):
-            if failure is not None:
-                counts[failure] = counts.get(failure, 0) + len(members[c])
-            else:
-                for reason, n in state.failures(c, reqs[c]).items():
-                    counts[reason] = counts.get(reason, 0) + n
-        text = failed_scheduling(counts, len(self.nodes))
-        self._messages[(which, key)] = (versions, text)
-        return text
+        if MODEL_ANNOTATION in w.annotations and model_on_devices(w, first.devices, self.result):
+            return
+        expected = w.expected_gpu_memory_mib
+        for node, used, _ in first.devices:
+            budget = memory_mib(used)
+            if expected is not None and budget is not None and expected > budget:
+                text = (f"{w.key} expects {expected} MiB of GPU memory; the devices allocated to its claims on "
+                        f"node {self.nodes[node].name} have {budget} MiB")
+                self.result.warnings.append(Warning(w.key, text))
+                self.result.memory.append(MemoryProblem(w.key, expected, budget, text))
+                break
 
 
-def _memory(w: PodWorkload, node_list, requests, placements, result: CheckResult) -> list[MemoryProblem]:
+def _score_inputs(spec: dict) -> tuple:
+    """What the scores read from a pod beyond its filter terms: requests, preferred affinity, images."""
+    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or () if isinstance(c, dict)]
+    return (repr([c.get("resources") for c in containers]), repr(spec.get("overhead")),
+            repr(((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                 .get("preferredDuringSchedulingIgnoredDuringExecution")),
+            tuple(str(c.get("image")) for c in containers))
+
+
+def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: CheckResult) -> list[MemoryProblem]:
     expected = w.expected_gpu_memory_mib
     if expected is None:
         return []
     problems = []
-    for i, n in placements:
-        got = node_gpu_memory(node_list[i], requests)
+    for node, n in placed:
+        got = node_gpu_memory(node, requests)
         if got is None:
             continue
         budget, how, what = got
         total = expected * n if how == "time-slicing" else expected
         if how == "time-slicing":
-            devices = int(node_list[i].labels.get("nvidia.com/gpu.count", "1") or 1)
+            devices = int(node.labels.get("nvidia.com/gpu.count", "1") or 1)
             budget *= devices
-            what = f"{n} pod(s) on {devices} time-sliced device(s) of node {node_list[i].name}"
+            what = f"{n} pod(s) on {devices} time-sliced device(s) of node {node.name}"
         if total > budget:
             problems.append(MemoryProblem(w.key, total, budget,
                                           f"{w.key} expects {total} MiB of GPU memory; {what} gives it {budget} MiB"))

@@ -81,7 +81,7 @@ def _requirement(expr: dict, labels: dict[str, str]) -> bool:
     return False
 
 
-def _term_matches(term: dict, node: Node) -> bool:
+def term_matches(term: dict, node: Node) -> bool:
     exprs, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
     if not exprs and not fields:
         return False  # an empty term matches no objects
@@ -91,7 +91,7 @@ def _term_matches(term: dict, node: Node) -> bool:
 
 def node_selector_matches(selector: dict, node: Node) -> bool:
     """A core/v1 NodeSelector (terms ORed) against a node, as DRA slices and allocations use it."""
-    return any(_term_matches(t, node) for t in selector.get("nodeSelectorTerms") or ())
+    return any(term_matches(t, node) for t in selector.get("nodeSelectorTerms") or ())
 
 
 def static_failure(node: Node, terms: PodTerms) -> str | None:
@@ -104,7 +104,7 @@ def static_failure(node: Node, terms: PodTerms) -> str | None:
     labels = node.labels
     if any(labels.get(k) != v for k, v in terms.node_selector.items()):
         return AFFINITY
-    if terms.required_terms is not None and not any(_term_matches(t, node) for t in terms.required_terms):
+    if terms.required_terms is not None and not any(term_matches(t, node) for t in terms.required_terms):
         return AFFINITY
     return None
 

@@ -9,6 +9,32 @@ from gpufleet.capacity.memory_budget import MemoryProblem
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """An earlier workload (or the pods already running) holding capacity a Pending workload needed."""
+
+    workload: str
+    pods: int
+    nodes: int
+    elsewhere: bool = False
+    """Whether its pods could also run on nodes the Pending workload cannot use."""
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "pods": self.pods, "nodes": self.nodes, "couldRunElsewhere": self.elsewhere}
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """Why a workload pends: who took the nodes it could use, in words, and the fix a user would make."""
+
+    summary: str
+    fix: str
+    by: tuple[Blocker, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary, "fix": self.fix, "workloads": [b.to_json() for b in self.by]}
+
+
+@dataclass(frozen=True)
 class Unschedulable:
     """A workload that provably will not run: rejected by the API server, pods left Pending, or (`memory`)
     a model that does not fit the GPU memory of any node it may land on."""
@@ -17,9 +43,13 @@ class Unschedulable:
     reason: Literal["rejected", "pending", "memory"]
     pending: int
     message: str
+    blocked: Blocked | None = None
 
     def to_json(self) -> dict:
-        return {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
+        out = {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
+        if self.blocked is not None:
+            out["blockedBy"] = self.blocked.to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -28,9 +58,13 @@ class Warning:
 
     workload: str
     message: str
+    blocked: Blocked | None = None
 
     def to_json(self) -> dict:
-        return {"workload": self.workload, "message": self.message}
+        out = {"workload": self.workload, "message": self.message}
+        if self.blocked is not None:
+            out["blockedBy"] = self.blocked.to_json()
+        return out
 
 
 @dataclass
@@ -39,7 +73,7 @@ class CheckResult:
     unschedulable: list[Unschedulable] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     memory: list[MemoryProblem] = field(default_factory=list)
-    #: Where each workload's pods were put by the packing placement: (workload key, node name, pods).
+    #: Where each workload's pods were put in the first run of the scheduler: (workload key, node name, pods).
     #: Read by `gpufleet report`; not part of the JSON contract.
     placements: list[tuple[str, str, int]] = field(default_factory=list)
     #: Devices allocated to DRA claims in the check: (workload key, node name, driver/pool/device).

@@ -33,8 +33,14 @@ def test_check_exits_1_and_reports_the_101_gpu_pod_in_scheduler_words():
     assert r.returncode == 1, r.stderr
     out = json.loads(r.stdout)
     assert out["fits"] is False
-    assert out["unschedulable"] == [{"workload": "Pod/default/greedy", "reason": "pending", "pending": 1,
-                                     "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}]
+    (u,) = out["unschedulable"]
+    assert {k: u[k] for k in ("workload", "reason", "pending", "message")} == {
+        "workload": "Pod/default/greedy", "reason": "pending", "pending": 1,
+        "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
+    # ... and what to do about it: no node holds 101 GPUs.
+    assert u["blockedBy"]["summary"] == ("one pod asks for nvidia.com/gpu 101; the largest node it may use has "
+                                         "nvidia.com/gpu 8 allocatable")
+    assert u["blockedBy"]["fix"].startswith("ask for at most nvidia.com/gpu 8 per pod")
 
 
 def test_running_pods_make_the_directory_of_manifests_not_fit():

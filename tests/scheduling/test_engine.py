@@ -31,13 +31,16 @@ def test_earlier_workloads_consume_capacity_in_input_order():
     assert [u.workload for u in result.unschedulable] == ["Deployment/default/second"]
 
 
-def test_placement_dependent_fit_is_a_warning_not_an_error():
-    # 2 pods of 1 GPU then 1 pod of 2 GPUs on two 2-GPU nodes: fits if packed, not if spread.
+def test_the_scheduler_spreads_small_pods_so_a_later_big_one_pends():
+    # 2 pods of 1 GPU then 1 pod of 2 GPUs on two 2-GPU nodes: it would fit if the small pods were packed, but
+    # LeastAllocated puts the second small pod on the emptier node. The real kube-scheduler v1.34.1 leaves
+    # `big` Pending in 3 of 3 runs with this message.
     result = check_workloads([node("a", 2), node("b", 2)], [],
                              [deployment("small", 2), pod("big", pod_spec(gpu_container(2)))])
-    assert result.fits
-    (w,) = result.warnings
-    assert w.workload == "Pod/default/big" and "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." in w.message
+    assert result.warnings == []
+    (u,) = result.unschedulable
+    assert (u.workload, u.message) == ("Pod/default/big", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+    assert sorted(n for w, n, _ in result.placements if w == "Deployment/default/small") == ["a", "b"]
 
 
 def test_set_infeasible_under_every_placement_is_an_error():

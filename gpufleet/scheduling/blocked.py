@@ -1,0 +1,127 @@
+"""Why a workload pends: the earlier workloads that took the nodes it could use, and the fix to make.
+
+The nodes it could use are those that pass its static filters (node selector, affinity, taints, cordon).
+In the run that left it Pending, each earlier workload's pods on those nodes are counted. One whose own
+filters also admit other nodes "could run elsewhere": a nodeSelector or taint that keeps it off this pool
+is the fix a user would make. When every holder needs exactly these nodes, the fix is fewer pods or more
+nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from gpufleet.capacity.model import Node
+from gpufleet.scheduling.manifests import PodWorkload
+from gpufleet.scheduling.result import Blocked, Blocker
+from gpufleet.scheduling.snapshot import PodShape
+
+RUNNING = "pods already running"
+PRODUCT = "nvidia.com/gpu.product"
+#: Holders listed (the largest first); the rest are counted.
+LISTED = 10
+_SHOWN = 5
+
+
+def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[PodWorkload],
+               shapes: dict[int, PodShape], nodes: Sequence[Node]) -> Blocked | None:
+    eligible = outcome.blocked
+    if eligible is None or not len(eligible):
+        return None  # no node passes its filters: the FailedScheduling text says which and why
+    mask = shape.eligible
+    owners, spots = run.pods_on(mask)
+    held = sorted(((j, n) for j, n in owners.items() if j != index), key=lambda e: (-e[1], e[0]))
+    blockers = [Blocker(workloads[j].key, pods, spots[j], _elsewhere(shapes[j], shape)) for j, pods in held[:LISTED]]
+    running_here = run.running[mask]
+    if running_here.any():
+        blockers.append(Blocker(RUNNING, int(running_here.sum()), int(np.count_nonzero(running_here))))
+    where = _describe(nodes, eligible)
+    w = workloads[index]
+    too_big = _too_big(shape, nodes, eligible)
+    if too_big is not None:
+        return Blocked(*too_big, tuple(blockers))
+    need = _request(shape.requests) if shape.requests or not w.spec.get("resourceClaims") else "its claims' devices"
+    if not held:
+        summary = f"the {where} it may use have too little free for its pods ({need} each)"
+        return Blocked(summary, _capacity_fix(w, outcome, need), tuple(blockers))
+    listed = [b for b in blockers if b.workload != RUNNING]
+    summary = f"the {where} it may use hold {sum(n for _, n in held)} pods of {_names(listed, len(held))}"
+    loose = [b for b in listed if b.elsewhere]
+    if loose:
+        unselective = [j for j, _ in held[:LISTED] if _elsewhere(shapes[j], shape) and not _selects(workloads[j], PRODUCT)]
+        tail = f", which select no {PRODUCT}" if len(unselective) == len(loose) else ""
+        summary += f"; {_names(loose)} could also run on other nodes{tail}"
+        fix = (f"keep {_names(loose)} off these nodes: give them a nodeSelector (or required node affinity) for the "
+               f"nodes they need, or taint these nodes and let only the workloads that need them tolerate the taint")
+    else:
+        fix = _capacity_fix(w, outcome, need)
+    return Blocked(summary, fix, tuple(blockers))
+
+
+def _elsewhere(other: PodShape, shape: PodShape) -> bool:
+    """Whether pods of `other` may also use nodes that pods of `shape` cannot (cached on `shape`: the
+    shapes of one check live as long as it)."""
+    found = shape.beyond.get(id(other))
+    if found is None:
+        found = shape.beyond[id(other)] = bool(np.any(other.eligible & ~shape.eligible))
+    return found
+
+
+def _too_big(shape: PodShape, nodes: Sequence[Node], eligible: np.ndarray) -> tuple[str, str] | None:
+    """When one pod asks for more of a resource than any node it may use has at all, allocatable."""
+    for r, v in sorted(shape.fit.items()):
+        known = [nodes[i].allocatable.get(r, 0) for i in eligible.tolist() if r not in nodes[i].unknown]
+        if known and len(known) == len(eligible) and max(known) < v:
+            one = _request({r: v})
+            top = _request({r: max(known)}) if max(known) else f"no {r}"
+            return (f"one pod asks for {one}; the largest node it may use has {top} allocatable",
+                    f"ask for at most {top} per pod (split the work over more pods), or add nodes with {one}")
+    return None
+
+
+def _capacity_fix(w: PodWorkload, outcome, need: str) -> str:
+    field = w.counts[0][0] if w.counts else "the pod count"
+    fewer = f"set {field} of {w.key} to {outcome.placed}" if outcome.placed else f"make {w.key} ask for less"
+    return f"{fewer}, or add nodes it may use: {outcome.pending} more pod(s) need {need} each"
+
+
+def _describe(nodes: Sequence[Node], eligible: np.ndarray) -> str:
+    products = {nodes[i].labels.get(PRODUCT) for i in eligible.tolist()}
+    count = len(eligible)
+    noun = "node" if count == 1 else "nodes"
+    if len(products) == 1 and None not in products:
+        return f"{count} {products.pop()} {noun}"
+    return f"{count} {noun}"
+
+
+def _names(blockers: Sequence[Blocker], total: int | None = None) -> str:
+    """The first few workloads with their pod counts, and how many more there are (of `total`)."""
+    shown = [f"{b.workload} ({b.pods})" for b in blockers[:_SHOWN]]
+    more = (len(blockers) if total is None else total) - len(shown)
+    if more <= 0:
+        return ", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else "".join(shown)
+    return ", ".join(shown) + f" and {more} more workload{'s' if more > 1 else ''}"
+
+
+def _selects(w: PodWorkload, key: str) -> bool:
+    if key in (w.spec.get("nodeSelector") or {}):
+        return True
+    required = ((((w.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                 .get("requiredDuringSchedulingIgnoredDuringExecution")) or {})
+    return any(e.get("key") == key for t in required.get("nodeSelectorTerms") or () for e in t.get("matchExpressions") or ())
+
+
+def _request(requests: dict[str, int]) -> str:
+    parts = []
+    for r, v in sorted(requests.items(), key=lambda e: ("/" not in e[0], e[0])):
+        if not v or r == "pods":
+            continue
+        if r == "cpu":
+            parts.append(f"cpu {v}m" if v % 1000 else f"cpu {v // 1000}")
+        elif r in ("memory", "ephemeral-storage"):
+            parts.append(f"{r} {v / 2**30:.4g}Gi")
+        else:
+            parts.append(f"{r} {v}")
+    return ", ".join(parts) or "nothing"

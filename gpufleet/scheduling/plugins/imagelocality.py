@@ -1,0 +1,70 @@
+"""ImageLocality's score: the pod's images a node already holds, weighted by how many nodes hold them.
+
+Per container image (normalised: ":latest" added when no tag), a node holding it adds size x (nodes that
+hold it / all nodes); the sum is clamped to [23 MiB, 1000 MiB x containers] and scaled to 0..100. Not
+normalised. Nodes that publish no status.images score 0, as do all nodes for a pod whose images none hold.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from gpufleet.capacity.model import Node
+from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    return name + ":latest" if name.rfind(":") <= name.rfind("/") else name
+
+
+class ImageStates:
+    """The images of all nodes: size and how many nodes hold each (the cache's imageStates)."""
+
+    def __init__(self, nodes: Sequence[Node]):
+        self.total = len(nodes)
+        self.size: dict[str, int] = {}
+        self.holders: dict[str, int] = {}
+        self.sets: list[frozenset[str]] = []
+        group: dict[frozenset[str], int] = {}
+        of = []
+        for node in nodes:
+            names = set()
+            for image_names, size in node.images:
+                for name in image_names:
+                    names.add(name)
+                    self.size[name] = size
+            for name in names:
+                self.holders[name] = self.holders.get(name, 0) + 1
+            held = frozenset(names)
+            if held not in group:
+                group[held] = len(self.sets)
+                self.sets.append(held)
+            of.append(group[held])
+        self.group_of = np.array(of, dtype=np.int64)
+        """Per node, the index of its set of images in `sets`."""
+
+    def __bool__(self) -> bool:
+        return bool(self.size)
+
+    def scores(self, images: tuple[str, ...], containers: int) -> np.ndarray | None:
+        """Per node, the pod's score; None when it is the same on every node."""
+        per_set = np.array([self.score(held, images, containers) for held in self.sets], dtype=np.int64)
+        if not len(per_set) or per_set.min() == per_set.max():
+            return None
+        return per_set[self.group_of]
+
+    def score(self, held: frozenset[str], images: tuple[str, ...], containers: int) -> int:
+        total = 0
+        for image in images:
+            name = normalized_image_name(image)
+            if name in held:
+                total += int(self.size[name] * (self.holders[name] / self.total))
+        top = MAX_CONTAINER_THRESHOLD * containers
+        total = min(max(total, MIN_THRESHOLD), top)
+        return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (top - MIN_THRESHOLD)

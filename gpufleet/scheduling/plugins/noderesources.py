@@ -1,0 +1,57 @@
+"""NodeResourcesFit's LeastAllocated score and NodeResourcesBalancedAllocation (plugins/noderesources).
+
+Both score cpu and memory, weight 1 each (the default profile's NodeResourcesFitArgs and
+NodeResourcesBalancedAllocationArgs). LeastAllocated counts the node's NonZeroRequested plus the pod's
+non-zero request (a container without a cpu or memory request counts 100m / 200Mi); BalancedAllocation
+counts real requests and is skipped for a pod that requests neither. A resource whose allocatable is 0
+(or unknown, on planned nodes) is left out of both, as the scheduler leaves out a zero allocatable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+
+
+def _least_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    safe = np.where(capacity > 0, capacity, 1)
+    score = (capacity - requested) * MAX_NODE_SCORE // safe
+    return np.where((capacity > 0) & (requested <= capacity), score, 0)
+
+
+def least_allocated(alloc_cpu: np.ndarray, requested_cpu: np.ndarray, alloc_mem: np.ndarray,
+                    requested_mem: np.ndarray) -> np.ndarray:
+    """leastResourceScorer over cpu and memory: the mean (integer division) of each resource's score."""
+    weights = (alloc_cpu > 0).astype(np.int64) + (alloc_mem > 0)
+    total = _least_requested(requested_cpu, alloc_cpu) + _least_requested(requested_mem, alloc_mem)
+    return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+def balanced_allocation(alloc_cpu: np.ndarray, requested_cpu: np.ndarray, alloc_mem: np.ndarray,
+                        requested_mem: np.ndarray) -> np.ndarray:
+    """balancedResourceScorer: (1 - std of the requested fractions, each at most 1) x 100, truncated."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cpu = np.minimum(requested_cpu / np.where(alloc_cpu > 0, alloc_cpu, 1), 1.0)
+        mem = np.minimum(requested_mem / np.where(alloc_mem > 0, alloc_mem, 1), 1.0)
+    both = (alloc_cpu > 0) & (alloc_mem > 0)
+    std = np.where(both, np.abs((cpu - mem) / 2), 0.0)
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def least_allocated_one(alloc_cpu: int, requested_cpu: int, alloc_mem: int, requested_mem: int) -> int:
+    """`least_allocated` for one node, in Python integers (the same arithmetic)."""
+    total = weights = 0
+    for alloc, requested in ((alloc_cpu, requested_cpu), (alloc_mem, requested_mem)):
+        if alloc > 0:
+            weights += 1
+            total += (alloc - requested) * MAX_NODE_SCORE // alloc if requested <= alloc else 0
+    return total // weights if weights else 0
+
+
+def balanced_allocation_one(alloc_cpu: int, requested_cpu: int, alloc_mem: int, requested_mem: int) -> int:
+    """`balanced_allocation` for one node, in Python floats (IEEE doubles, as Go's float64)."""
+    if alloc_cpu <= 0 or alloc_mem <= 0:
+        return MAX_NODE_SCORE
+    cpu, mem = min(requested_cpu / alloc_cpu, 1.0), min(requested_mem / alloc_mem, 1.0)
+    return int((1 - abs((cpu - mem) / 2)) * MAX_NODE_SCORE)

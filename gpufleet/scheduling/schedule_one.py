@@ -1,0 +1,195 @@
+"""One scheduling cycle, as pkg/scheduler/schedule_one.go runs it for one pod.
+
+1. Filter: every node's first failing filter; nodes are visited from `next_start` in the scheduler's node
+   order and the search stops once `num_feasible_nodes_to_find` feasible nodes are found (the adaptive
+   percentageOfNodesToScore). The next cycle starts where this one stopped (nextStartNodeIndex).
+2. No feasible node: the pod stays Pending with the FailedScheduling text.
+3. One feasible node: it is chosen without scoring.
+4. Score the feasible nodes with the default profile's plugins (weights in gpufleet.scheduling.plugins),
+   normalise, sum; selectHost takes the best, a tie broken at random (uniformly, as its reservoir
+   sampling does), with the run's own seeded random generator.
+
+The filter search is sequential here: the scheduler checks nodes on 16 goroutines and may look at a few
+more nodes than needed before it stops, which only shifts where the next cycle starts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from gpufleet.capacity.quantity import CPU, MEMORY
+from gpufleet.scheduling.filters import failed_scheduling
+from gpufleet.scheduling.plugins import WEIGHTS
+from gpufleet.scheduling.plugins.helper import default_normalize_score
+from gpufleet.scheduling.plugins.noderesources import (balanced_allocation, balanced_allocation_one, least_allocated,
+                                                        least_allocated_one)
+from gpufleet.scheduling.snapshot import PodShape, Snapshot
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
+
+#: A further filter on one node (the DynamicResources plugin): None when it passes, else the reason.
+ExtraFilter = Callable[[int], "str | None"]
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int) -> int:
+    """The adaptive percentageOfNodesToScore: 50% minus 1% per 125 nodes, at least 5% and 100 nodes."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = max(BASE_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class Cycle:
+    node: int | None
+    """The chosen node's position, None when the pod stays Pending."""
+    processed: int
+    """Nodes the filter search went through (advances nextStartNodeIndex)."""
+    message: str = ""
+    tied: np.ndarray | None = None
+    """The positions that shared the best score, when more than one did."""
+    blocked: np.ndarray | None = field(default=None, repr=False)
+    """When Pending: the nodes that passed the static filters but not NodeResourcesFit (or the extra filter)."""
+
+
+def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.Random,
+                 extra: ExtraFilter | None = None) -> Cycle:
+    n = snap.n
+    if n == 0:
+        return Cycle(None, 0, failed_scheduling({}, 0))
+    feasible, short = shape.fits_mask(snap)
+    candidates = np.flatnonzero(feasible)
+    k = num_feasible_nodes_to_find(n)
+    extra_reasons: dict[str, int] = {}
+    if extra is None:
+        window, processed = _window(candidates, next_start, k, n)
+    else:
+        window, processed = _window_with(candidates, next_start, k, n, extra, extra_reasons)
+    if not len(window):
+        counts = dict(shape.static_counts)
+        for reason, mask in short.items():
+            hit = int(np.count_nonzero(mask & shape.eligible))
+            if hit:
+                counts[reason] = counts.get(reason, 0) + hit
+        for reason, hit in extra_reasons.items():
+            counts[reason] = counts.get(reason, 0) + hit
+        blocked = np.flatnonzero(shape.eligible)
+        return Cycle(None, n, failed_scheduling(counts, n), blocked=blocked)
+    if len(window) == 1:
+        return Cycle(int(window[0]), processed)
+    total = score(snap, shape, window)
+    best = window[total == total.max()]
+    if len(best) == 1:
+        return Cycle(int(best[0]), processed)
+    return Cycle(int(best[rng.randrange(len(best))]), processed, tied=best)
+
+
+def _window(candidates: np.ndarray, start: int, k: int, n: int) -> tuple[np.ndarray, int]:
+    """The first k feasible nodes from `start` (circular) and how many nodes the search went through."""
+    if len(candidates) <= k:
+        return candidates, n
+    j = int(np.searchsorted(candidates, start))
+    ordered = np.concatenate((candidates[j:], candidates[:j])) if j else candidates
+    # The search stops when it finds one feasible node more than it needs: it went through every node
+    # before that one.
+    return ordered[:k], int(ordered[k] - start) % n
+
+
+def _window_with(candidates: np.ndarray, start: int, k: int, n: int, extra: ExtraFilter,
+                 reasons: dict[str, int]) -> tuple[np.ndarray, int]:
+    """As `_window`, with a further filter run on each node that passed the others, in visiting order."""
+    j = int(np.searchsorted(candidates, start))
+    found: list[int] = []
+    for pos in (*candidates[j:], *candidates[:j]):
+        reason = extra(int(pos))
+        if reason is not None:
+            reasons[reason] = reasons.get(reason, 0) + 1
+            continue
+        if len(found) == k:
+            return np.array(found, dtype=np.int64), int(pos - start) % n
+        found.append(int(pos))
+    return np.array(found, dtype=np.int64), n
+
+
+def score(snap: Snapshot, shape: PodShape, window: np.ndarray) -> np.ndarray:
+    """The weighted sum of every score plugin that runs for this pod, per node of the window."""
+    return window_scores(shape, window, base_scores(snap, shape, window))
+
+
+def base_scores(snap: Snapshot, shape: PodShape, nodes: np.ndarray) -> np.ndarray:
+    """The scores that each node gets on its own (no normalisation over the scored nodes): NodeResourcesFit,
+    BalancedAllocation and ImageLocality, weighted."""
+    alloc_cpu, alloc_mem = snap.score_alloc[CPU][nodes], snap.score_alloc[MEMORY][nodes]
+    total = WEIGHTS["NodeResourcesFit"] * least_allocated(
+        alloc_cpu, snap.nonzero[CPU][nodes] + shape.nonzero[0], alloc_mem, snap.nonzero[MEMORY][nodes] + shape.nonzero[1])
+    if not shape.best_effort:
+        total += WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation(
+            alloc_cpu, snap.requested[CPU][nodes] + shape.cpu, alloc_mem, snap.requested[MEMORY][nodes] + shape.memory)
+    if shape.image_raw is not None:
+        total += WEIGHTS["ImageLocality"] * shape.image_raw[nodes]
+    return total
+
+
+def base_score_one(snap: Snapshot, shape: PodShape, i: int) -> int:
+    """`base_scores` for one node, without array operations (a pod just landed there)."""
+    alloc_cpu, alloc_mem = int(snap.score_alloc[CPU][i]), int(snap.score_alloc[MEMORY][i])
+    total = WEIGHTS["NodeResourcesFit"] * least_allocated_one(
+        alloc_cpu, int(snap.nonzero[CPU][i]) + shape.nonzero[0], alloc_mem, int(snap.nonzero[MEMORY][i]) + shape.nonzero[1])
+    if not shape.best_effort:
+        total += WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation_one(
+            alloc_cpu, int(snap.requested[CPU][i]) + shape.cpu, alloc_mem, int(snap.requested[MEMORY][i]) + shape.memory)
+    if shape.image_raw is not None:
+        total += WEIGHTS["ImageLocality"] * int(shape.image_raw[i])
+    return total
+
+
+def window_scores(shape: PodShape, window: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """`base` plus the scores normalised over the scored nodes (TaintToleration, NodeAffinity)."""
+    if shape.taint_raw is not None:
+        base = base + WEIGHTS["TaintToleration"] * default_normalize_score(shape.taint_raw[window], reverse=True)
+    if shape.affinity_raw is not None:
+        base = base + WEIGHTS["NodeAffinity"] * default_normalize_score(shape.affinity_raw[window], reverse=False)
+    return base
+
+
+def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, rng: random.Random,
+                      on_tie: Callable[[np.ndarray], None]) -> tuple[list[int], Cycle | None, int]:
+    """`count` pods of one shape, one cycle each, placed as they are chosen: (their nodes, the cycle that
+    left one Pending or None, the next start index). The same as `schedule_one` per pod; the per-node scores
+    that do not depend on the other scored nodes are kept and refreshed only on the node a pod lands on."""
+    n = snap.n
+    if n == 0:
+        return [], schedule_one(snap, shape, start, rng), start
+    candidates = np.flatnonzero(shape.fits_mask(snap)[0])
+    if not len(candidates):
+        return [], schedule_one(snap, shape, start, rng), start
+    base = np.zeros(n, dtype=np.int64)
+    base[candidates] = base_scores(snap, shape, candidates)  # an infeasible node is never scored
+    k = num_feasible_nodes_to_find(n)
+    placed: list[int] = []
+    for _ in range(count):
+        window, processed = _window(candidates, start, k, n)
+        if not len(window):
+            return placed, schedule_one(snap, shape, start, rng), start
+        if len(window) == 1:
+            node = int(window[0])
+        else:
+            total = window_scores(shape, window, base[window])
+            best = window[total == total.max()]
+            node = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+            if len(best) > 1:
+                on_tie(best)
+        start = (start + processed) % n
+        snap.place(node, shape.requests, shape.nonzero)
+        placed.append(node)
+        if shape.fits_one(snap, node):
+            base[node] = base_score_one(snap, shape, node)
+        else:
+            candidates = candidates[candidates != node]
+    return placed, None, start

@@ -1,0 +1,148 @@
+"""One run of the scheduler over the workloads: pods enter one after another, in manifest order.
+
+This is the contract `gpufleet check` keeps: each workload's pods are created in input order (a
+Deployment's replicas one after another, a Job's `min(parallelism, completions)`), and each is scheduled
+(gpufleet.scheduling.schedule_one) before the next exists, on what the earlier ones left. A run is
+seeded: where scores tie, its random generator picks, as the scheduler's does. gpufleet.scheduling.engine
+runs several and compares them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpufleet.capacity.dra import Device
+from gpufleet.scheduling.manifests import PodWorkload
+from gpufleet.scheduling.schedule_one import Cycle, schedule_one, schedule_replicas
+from gpufleet.scheduling.snapshot import PodShape, Snapshot
+
+#: Below this many nodes the scheduler scores every feasible node, so a tie between nodes in the same
+#: state (class, images, requests) cannot change any later outcome.
+_WHOLE_FLEET = 100
+
+
+@dataclass
+class Outcome:
+    """What one workload got in one run."""
+
+    placed: int = 0
+    pending: int = 0
+    message: str = ""
+    nodes: list[int] = field(default_factory=list)
+    blocked: np.ndarray | None = None
+    devices: list[tuple[int, list[Device], list[Device]]] = field(default_factory=list)
+    """Per placed pod with claims: (node, devices it uses, devices allocated for it)."""
+
+
+@dataclass
+class Run:
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    occupants: dict[int, dict[int, int]] = field(default_factory=dict)
+    """node -> workload index -> pods placed there in this run."""
+    decisive_ties: int = 0
+    """Ties between nodes that are not interchangeable: another pick could change what follows."""
+    running: np.ndarray | None = None
+    """Per node, the pods that were running before the check."""
+
+    def pods_on(self, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+        """Per workload index: its pods on the nodes of `mask`, and on how many of those nodes."""
+        if self._pods is None:
+            pairs = [(node, j, n) for node, held in self.occupants.items() for j, n in held.items()]
+            self._pods = tuple(np.array([p[k] for p in pairs], dtype=np.int64) for k in range(3))
+        node, owner, count = self._pods
+        hit = mask[node]
+        pods = np.bincount(owner[hit], weights=count[hit])
+        spots = np.bincount(owner[hit])
+        return ({int(j): int(pods[j]) for j in np.flatnonzero(pods)}, {int(j): int(spots[j]) for j in np.flatnonzero(spots)})
+
+    _pods: tuple | None = None
+
+
+class Simulation:
+    def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
+                 same_node_kind: np.ndarray, dra_base=None):
+        """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
+        for nodes that every plugin sees alike (class and images)."""
+        self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
+        self.kind_of = same_node_kind
+
+    def run(self, seed: int) -> Run:
+        rng = random.Random(seed)
+        snap = self.base.copy()
+        dra = self.dra_base.copy() if self.dra_base is not None else None
+        run, start = Run(running=self.base.pod_count), 0
+        for index, shape in self.shapes.items():
+            w = self.workloads[index]
+            out = run.outcomes[index] = Outcome()
+            if w.spec.get("resourceClaims"):
+                start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out)
+                continue
+
+            def tie(best: np.ndarray) -> None:
+                if self._decisive(snap, best, dra is not None):
+                    run.decisive_ties += 1
+
+            out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie)
+            out.placed = len(out.nodes)
+            for node in out.nodes:
+                held = run.occupants.setdefault(node, {})
+                held[index] = held.get(index, 0) + 1
+            if failed is not None:
+                # Nothing frees capacity during a check: the remaining replicas fail the same way.
+                out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
+        return run
+
+    def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out) -> int:
+        for _ in range(w.replicas):
+            cycle, used = self._with_claims(snap, dra, shape, w, start, rng)
+            start = (start + cycle.processed) % snap.n if snap.n else 0
+            if cycle.node is None:
+                out.pending, out.message, out.blocked = w.replicas - out.placed, cycle.message, cycle.blocked
+                break
+            if cycle.tied is not None:
+                run.decisive_ties += 1
+            snap.place(cycle.node, shape.requests, shape.nonzero)
+            out.placed += 1
+            out.nodes.append(cycle.node)
+            held = run.occupants.setdefault(cycle.node, {})
+            held[index] = held.get(index, 0) + 1
+            out.devices.append((cycle.node, *used))
+        return start
+
+    def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
+        """A pod with DRA claims: the DynamicResources filter runs last, on the nodes that pass the rest."""
+        from gpufleet.scheduling.dra.allocator import FilterError
+
+        needs = dra.needs(w.namespace, w.name, w.spec)
+        if needs.gated:
+            return Cycle(None, 0, needs.gated), None
+        if needs.prefilter:
+            return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None
+        found: dict[int, list] = {}
+
+        def extra(pos: int) -> str | None:
+            result = dra.filter(snap.nodes[pos], needs)
+            if isinstance(result, str):
+                return result
+            found[pos] = result
+            return None
+
+        try:
+            cycle = schedule_one(snap, shape, start, rng, extra)
+        except FilterError as e:
+            return Cycle(None, snap.n, f'running "DynamicResources" filter plugin: {e}'), None
+        if cycle.node is None:
+            return cycle, None
+        used, allocated = dra.commit(snap.nodes[cycle.node], needs, found[cycle.node])
+        return cycle, (used, allocated)
+
+    def _decisive(self, snap: Snapshot, tied: np.ndarray, claims: bool) -> bool:
+        if snap.n >= _WHOLE_FLEET or claims:
+            return True  # where a node sits in the order, or which devices it has, matters later
+        first = tied[0]
+        arrays = [snap.pod_count, *snap.requested.values(), *snap.nonzero.values(), *snap.alloc.values(),
+                  self.kind_of]
+        return any(bool(np.any(a[tied] != a[first])) for a in arrays)
