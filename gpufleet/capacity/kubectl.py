@@ -70,7 +70,11 @@ def _bound_pod(obj: dict) -> BoundPod | None:
         return None
     meta = obj.get("metadata") or {}
     requests = pod_requests(spec)
-    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, requests, non_zero(spec, requests))
+    labels = meta.get("labels")
+    labels = tuple(sorted((k, v) for k, v in labels.items() if isinstance(k, str) and isinstance(v, str))) \
+        if isinstance(labels, dict) else ()
+    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, requests, non_zero(spec, requests),
+                    labels)
 
 
 def non_zero(spec: dict, requests: dict[str, int]) -> tuple[int, int]:

@@ -95,6 +95,8 @@ class BoundPod:
     nonzero: tuple[int, int] | None = None
     """(cpu, memory) as scoring counts them (a container without a request counts 100m / 200Mi); None:
     derived from `requests`."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """metadata.labels (pod affinity and topology spread selectors of later pods match them)."""
 
     def non_zero(self) -> tuple[int, int]:
         if self.nonzero is not None:
@@ -106,6 +108,8 @@ class BoundPod:
         out = {"namespace": self.namespace, "name": self.name, "node": self.node, "requests": self.requests}
         if self.nonzero is not None:
             out["nonZeroRequests"] = {"cpu": self.nonzero[0], "memory": self.nonzero[1]}
+        if self.labels:
+            out["labels"] = dict(self.labels)
         return out
 
 
@@ -135,7 +139,8 @@ class Capacity:
         try:
             return cls(doc.get("source", ""), [Node.from_json(n) for n in doc.get("nodes", [])],
                        [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()},
-                                 _non_zero(p.get("nonZeroRequests")))
+                                 _non_zero(p.get("nonZeroRequests")),
+                                 tuple(sorted((str(k), str(v)) for k, v in (p.get("labels") or {}).items())))
                         for p in doc.get("pods", [])],
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()])
         except (KeyError, TypeError, ValueError) as e:

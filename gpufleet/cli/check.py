@@ -36,11 +36,19 @@ def _print_human(result: "CheckResult") -> None:
         table.add_column("pending", justify="right", no_wrap=True)
         table.add_column("why", overflow="fold", ratio=1)
         for u in result.unschedulable:
-            table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message))  # text, never markup
-        console.print(table)
+            table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message + _blocked(u.blocked)))
+        console.print(table)  # cells are Text, never markup: names and messages are the user's
     for w in result.warnings:
-        console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)
+        console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}{_blocked(w.blocked)}"),
+                      highlight=False)
     console.print(Text(summary), highlight=False)
+
+
+def _blocked(blocked) -> str:
+    """Who holds the capacity a Pending workload needed, and the fix (empty when not known)."""
+    if blocked is None:
+        return ""
+    return f"\n  why: {blocked.summary}\n  fix: {blocked.fix}"
 
 
 def read_inputs(manifests: list[Path], nodes: Path, pods: Path | None, require_workloads: bool = True):

@@ -42,6 +42,8 @@ class WorkloadView:
     verdict: str = "placed"  # placed | may pend | partly | pending | rejected | not checked | no GPU | running
     message: str = ""
     pools: tuple[str, ...] = ()  # for pods left pending: the pools whose nodes pass its taint/selector filters
+    held_by: str = ""  # for pods left pending: who holds the nodes it could use (the check's blockedBy)
+    fix: str = ""
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,15 @@ def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
     return out
 
 
+def _blocked(result: CheckResult) -> dict[str, tuple[str, str]]:
+    """workload -> (who holds the capacity it needed, the fix), for Pending and warned workloads."""
+    out = {}
+    for entry in [*result.unschedulable, *result.warnings]:
+        if entry.blocked is not None:
+            out.setdefault(entry.workload, (entry.blocked.summary, entry.blocked.fix))
+    return out
+
+
 def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Node], pool_name, ert: bool):
     terms = pod_terms(w.spec, requests, ert)
     return tuple(dict.fromkeys(pool_name(n) for n in nodes if static_failure(n, terms) is None))
@@ -212,6 +223,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         placed.setdefault(key, []).append((node, n))
     node_by_name = {n.name: n for n in nodes}
     verdicts = _verdicts(result)
+    blocked = _blocked(result)
     dra = _dra_devices(result)
     views: list[WorkloadView] = []
     for key in dict.fromkeys(result.checked):
@@ -237,9 +249,10 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             verdict = "may pend"  # fits only under another placement: the check's warning says which
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
         pools = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
+        held_by, fix = blocked.get(key, ("", ""))
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message,
-                                  pools))
+                                  pools, held_by, fix))
     running_index = None
     if running:
         running_index = len(views)
@@ -257,8 +270,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         pool = pool_name(node)
         pods = per_node.get(node.name, [])
         claimed: dict[int, int] = {}
-        for key, per_node in dra.items():  # a time-shared GPU is drawn as its first consumer's
-            for g in per_node.get(node.name, []):
+        for key, devices in dra.items():  # a time-shared GPU is drawn as its first consumer's
+            for g in devices.get(node.name, []):
                 if key in index_of:
                     claimed.setdefault(g, index_of[key])
         gpus = _assign(node_gpus(node), pods, claimed)
@@ -271,5 +284,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             row = rows[signature] = NodeRow([], gpus, counts)
             pools.setdefault(pool, PoolView(pool)).rows.append(row)
         row.names.append(node.name)
+    for view in pools.values():  # busiest rows first: where the scheduler put pods is not where nodes are listed
+        view.rows.sort(key=lambda r: -sum(r.pods.values()))
     warnings = [(w.workload, w.message) for w in result.warnings]
     return FleetReport(title, list(pools.values()), views, warnings)

@@ -158,9 +158,7 @@ class _Check:
             run = runs[pending_runs[0]]
             blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.nodes)
             if len(pending_runs) == len(runs):
-                # The count every run leaves Pending at least (ties may leave more).
-                least = min(o.pending for o in outcomes)
-                result.unschedulable.append(Unschedulable(w.key, "pending", least, shown.message, blocked))
+                result.unschedulable.append(Unschedulable(w.key, "pending", shown.pending, shown.message, blocked))
             else:
                 result.warnings.append(Warning(
                     w.key, f"{shown.pending} of {w.replicas} pods stay Pending in {len(pending_runs)} of {len(runs)} "

@@ -31,6 +31,8 @@ class PodWorkload:
     annotations: dict[str, str] = field(default_factory=dict)
     counts: tuple[tuple[str, int], ...] = ()
     """The counts the object sets, by field path (`spec.replicas`, `spec.parallelism`, ...)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """The pods' labels (what pod affinity and topology spread selectors match)."""
 
     @property
     def key(self) -> str:
@@ -94,7 +96,7 @@ def workload_of(obj: dict) -> PodWorkload | None:
     namespace, name = meta.get("namespace") or "default", meta.get("name") or "(unnamed)"
     if kind == "Pod":
         return PodWorkload(kind, str(namespace), str(name), _dict(obj.get("spec")), 1, "spec",
-                           dict(_dict(meta.get("annotations"))))
+                           dict(_dict(meta.get("annotations"))), labels=_labels(meta))
     where, names = TEMPLATES[kind]
     spec = obj
     for part in where.split("."):
@@ -111,7 +113,11 @@ def workload_of(obj: dict) -> PodWorkload | None:
         wanted = given.get("replicas", 1)
     annotations = dict(_dict(_dict(template.get("metadata")).get("annotations")))
     return PodWorkload(kind, str(namespace), str(name), _dict(template.get("spec")), wanted,
-                       f"{where}.template.spec", annotations, counts)
+                       f"{where}.template.spec", annotations, counts, _labels(_dict(template.get("metadata"))))
+
+
+def _labels(meta: dict) -> dict[str, str]:
+    return {k: v for k, v in _dict(meta.get("labels")).items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def flatten(docs: Iterable[Any]) -> Iterable[dict]:

@@ -1,0 +1,70 @@
+"""The pods on each node as label selectors see them (namespace and labels), for the plugins that count
+pods: PodTopologySpread and InterPodAffinity.
+
+`count(selector, namespaces)` is the number of matching pods per node, as a numpy array kept up to date as
+pods are placed (each selector is matched once per pod). Kept only when some pod of the check has pod
+affinity or topology spread constraints.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+
+def selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector: None matches nothing, {} everything; matchLabels and matchExpressions ANDed."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != str(v):
+            return False
+    for e in selector.get("matchExpressions") or ():
+        key, op, values = e.get("key"), e.get("operator"), [str(v) for v in e.get("values") or ()]
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def selector_key(selector: dict | None, namespaces: frozenset[str] | None) -> str:
+    return repr((selector, None if namespaces is None else sorted(namespaces)))
+
+
+class PodsOnNodes:
+    def __init__(self, n: int, pods: Iterable[tuple[int, str, dict[str, str]]] = ()):
+        self.n = n
+        self.pods: list[tuple[int, str, dict[str, str]]] = list(pods)
+        self._counts: dict[str, tuple[dict | None, frozenset[str] | None, np.ndarray]] = {}
+
+    def copy(self) -> "PodsOnNodes":
+        twin = PodsOnNodes(self.n, self.pods)
+        twin._counts = {k: (s, ns, a.copy()) for k, (s, ns, a) in self._counts.items()}
+        return twin
+
+    def add(self, node: int, namespace: str, labels: dict[str, str]) -> None:
+        self.pods.append((node, namespace, labels))
+        for selector, namespaces, counts in self._counts.values():
+            if (namespaces is None or namespace in namespaces) and selector_matches(selector, labels):
+                counts[node] += 1
+
+    def count(self, selector: dict | None, namespaces: frozenset[str] | None) -> np.ndarray:
+        """Per node, the pods in `namespaces` (None: all) whose labels `selector` matches (do not modify)."""
+        key = selector_key(selector, namespaces)
+        found = self._counts.get(key)
+        if found is None:
+            counts = np.zeros(self.n, dtype=np.int64)
+            for node, namespace, labels in self.pods:
+                if (namespaces is None or namespace in namespaces) and selector_matches(selector, labels):
+                    counts[node] += 1
+            found = self._counts[key] = (selector, namespaces, counts)
+        return found[2]
