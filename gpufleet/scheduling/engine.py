@@ -26,7 +26,9 @@ from gpufleet.capacity.model_fit import MODEL_ANNOTATION, check_manifest_model, 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.blocked import blocked_by
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import pod_terms
+from gpufleet.scheduling.filters import matches_node_affinity, pod_terms
+from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints, has_pod_rules
+from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.node_tree import tree_order
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
@@ -105,7 +107,8 @@ class _Check:
             elif found is not None:
                 early[index] = found
         kind_of = self.class_of * (len(self.images.sets) or 1) + (self.images.group_of if self.images.sets else 0)
-        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base)
+        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base,
+                                self._pod_constraints(shapes))
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]
@@ -119,6 +122,23 @@ class _Check:
                     self._verdict(index, shapes[index], runs)
                 except GpufleetError as e:
                     raise InputError(f"{self.workloads[index].key}: {e}") from e
+
+    def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict[int, PodConstraints]:
+        """Per workload, its pods against the others, when any pod of the check has topology spread or pod
+        (anti-)affinity: the snapshot then keeps the pods on each node with their labels."""
+        if not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
+            return {}
+        snap = self.snapshot
+        snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))
+                                         for p in self.running if p.node in snap.index])
+        snap.placed = PlacedTerms(snap.n)
+        out = {}
+        for i in shapes:
+            w = self.workloads[i]
+            terms = pod_terms(w.spec, shapes[i].requests, self.ert)
+            ok = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
+            out[i] = PodConstraints(w.spec, w.namespace, w.labels, ok[self.class_of])
+        return out
 
     def _admit(self, w: PodWorkload) -> PodShape | Unschedulable | Warning | None:
         """API validation and the scheduler name: the workload's pod shape when the scheduler will see it,

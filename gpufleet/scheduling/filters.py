@@ -109,6 +109,14 @@ def static_failure(node: Node, terms: PodTerms) -> str | None:
     return None
 
 
+def matches_node_affinity(node: Node, terms: PodTerms) -> bool:
+    """The pod's nodeSelector and required node affinity alone (what topology spread honours)."""
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in terms.node_selector.items()):
+        return False
+    return terms.required_terms is None or any(term_matches(t, node) for t in terms.required_terms)
+
+
 def checked_request(requests: dict[str, int], unknown: frozenset[str]) -> dict[str, int]:
     """The dimensions NodeResourcesFit compares: positive requests, minus resources of unknown size."""
     return {r: v for r, v in requests.items() if v > 0 and r != PODS and r not in unknown}

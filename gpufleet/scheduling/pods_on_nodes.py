@@ -44,27 +44,36 @@ class PodsOnNodes:
     def __init__(self, n: int, pods: Iterable[tuple[int, str, dict[str, str]]] = ()):
         self.n = n
         self.pods: list[tuple[int, str, dict[str, str]]] = list(pods)
-        self._counts: dict[str, tuple[dict | None, frozenset[str] | None, np.ndarray]] = {}
+        self._counts: dict[str, tuple[tuple, np.ndarray]] = {}
 
     def copy(self) -> "PodsOnNodes":
         twin = PodsOnNodes(self.n, self.pods)
-        twin._counts = {k: (s, ns, a.copy()) for k, (s, ns, a) in self._counts.items()}
+        twin._counts = {k: (terms, a.copy()) for k, (terms, a) in self._counts.items()}
         return twin
 
     def add(self, node: int, namespace: str, labels: dict[str, str]) -> None:
         self.pods.append((node, namespace, labels))
-        for selector, namespaces, counts in self._counts.values():
-            if (namespaces is None or namespace in namespaces) and selector_matches(selector, labels):
+        for terms, counts in self._counts.values():
+            if _all(terms, namespace, labels):
                 counts[node] += 1
 
     def count(self, selector: dict | None, namespaces: frozenset[str] | None) -> np.ndarray:
         """Per node, the pods in `namespaces` (None: all) whose labels `selector` matches (do not modify)."""
-        key = selector_key(selector, namespaces)
+        return self.count_all(((selector, namespaces),))
+
+    def count_all(self, terms: tuple[tuple[dict | None, frozenset[str] | None], ...]) -> np.ndarray:
+        """Per node, the pods that every (selector, namespaces) of `terms` matches (do not modify)."""
+        key = repr([selector_key(s, ns) for s, ns in terms])
         found = self._counts.get(key)
         if found is None:
             counts = np.zeros(self.n, dtype=np.int64)
             for node, namespace, labels in self.pods:
-                if (namespaces is None or namespace in namespaces) and selector_matches(selector, labels):
+                if _all(terms, namespace, labels):
                     counts[node] += 1
-            found = self._counts[key] = (selector, namespaces, counts)
-        return found[2]
+            found = self._counts[key] = (terms, counts)
+        return found[1]
+
+
+def _all(terms, namespace: str, labels: dict[str, str]) -> bool:
+    return all((namespaces is None or namespace in namespaces) and selector_matches(selector, labels)
+               for selector, namespaces in terms)

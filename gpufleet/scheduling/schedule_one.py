@@ -27,6 +27,7 @@ from gpufleet.scheduling.plugins import WEIGHTS
 from gpufleet.scheduling.plugins.helper import default_normalize_score
 from gpufleet.scheduling.plugins.noderesources import (balanced_allocation, balanced_allocation_one, least_allocated,
                                                         least_allocated_one)
+from gpufleet.scheduling.pod_constraints import PodConstraints
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -59,11 +60,20 @@ class Cycle:
 
 
 def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.Random,
-                 extra: ExtraFilter | None = None) -> Cycle:
+                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None) -> Cycle:
+    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters."""
     n = snap.n
     if n == 0:
         return Cycle(None, 0, failed_scheduling({}, 0))
     feasible, short = shape.fits_mask(snap)
+    later: dict[str, int] = {}  # reasons of the filters after NodeResourcesFit, on the nodes that reach them
+    if pod is not None:
+        for reason, mask in pod.filters(snap.pods, snap.placed, snap.domains):
+            hit = feasible & mask
+            count = int(np.count_nonzero(hit))
+            if count:
+                later[reason] = later.get(reason, 0) + count
+                feasible &= ~mask
     candidates = np.flatnonzero(feasible)
     k = num_feasible_nodes_to_find(n)
     extra_reasons: dict[str, int] = {}
@@ -77,13 +87,17 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
             hit = int(np.count_nonzero(mask & shape.eligible))
             if hit:
                 counts[reason] = counts.get(reason, 0) + hit
-        for reason, hit in extra_reasons.items():
+        for reason, hit in [*later.items(), *extra_reasons.items()]:
             counts[reason] = counts.get(reason, 0) + hit
         blocked = np.flatnonzero(shape.eligible)
         return Cycle(None, n, failed_scheduling(counts, n), blocked=blocked)
     if len(window) == 1:
         return Cycle(int(window[0]), processed)
     total = score(snap, shape, window)
+    if pod is not None:
+        more = pod.scores(snap.pods, snap.placed, snap.domains, window)
+        if more is not None:
+            total = total + more
     best = window[total == total.max()]
     if len(best) == 1:
         return Cycle(int(best[0]), processed)

@@ -17,6 +17,7 @@ import numpy as np
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.schedule_one import Cycle, schedule_one, schedule_replicas
+from gpufleet.scheduling.pod_constraints import PodConstraints, has_pod_rules
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 #: Below this many nodes the scheduler scores every feasible node, so a tie between nodes in the same
@@ -63,11 +64,14 @@ class Run:
 
 class Simulation:
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
-                 same_node_kind: np.ndarray, dra_base=None):
+                 same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
-        for nodes that every plugin sees alike (class and images)."""
+        for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
+        against the others, when some pod's placement depends on where other pods are (`base` then keeps
+        the pods on each node)."""
         self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
         self.kind_of = same_node_kind
+        self.constraints = constraints or {}
 
     def run(self, seed: int) -> Run:
         rng = random.Random(seed)
@@ -85,7 +89,14 @@ class Simulation:
                 if self._decisive(snap, best, dra is not None):
                     run.decisive_ties += 1
 
-            out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie)
+            pod = self.constraints.get(index)
+            if pod is not None and (has_pod_rules(w.spec) or snap.placed.concern(w.namespace, w.labels)):
+                out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
+            else:
+                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie)
+                if snap.pods is not None:  # others' selectors may count these pods later
+                    for node in out.nodes:
+                        snap.pods.add(node, w.namespace, w.labels)
             out.placed = len(out.nodes)
             for node in out.nodes:
                 held = run.occupants.setdefault(node, {})
@@ -94,6 +105,24 @@ class Simulation:
                 # Nothing frees capacity during a check: the remaining replicas fail the same way.
                 out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
         return run
+
+    def _one_by_one(self, snap: Snapshot, shape: PodShape, w: PodWorkload, index: int, pod: PodConstraints,
+                    start: int, rng, run: Run) -> tuple[list[int], Cycle | None, int]:
+        """Pods whose filters or scores count other pods: each cycle sees the pods placed before it."""
+        nodes: list[int] = []
+        for _ in range(w.replicas):
+            cycle = schedule_one(snap, shape, start, rng, pod=pod)
+            start = (start + cycle.processed) % snap.n if snap.n else 0
+            if cycle.node is None:
+                return nodes, cycle, start
+            if cycle.tied is not None:
+                run.decisive_ties += 1
+            snap.place(cycle.node, shape.requests, shape.nonzero)
+            snap.pods.add(cycle.node, w.namespace, w.labels)
+            if pod.terms:
+                snap.placed.place(index, pod.terms, cycle.node)
+            nodes.append(cycle.node)
+        return nodes, None, start
 
     def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out) -> int:
         for _ in range(w.replicas):

@@ -43,6 +43,8 @@ class Snapshot:
             i = self.index.get(pod.node)
             if i is not None:
                 self.place(i, pod.requests, pod.non_zero())
+        self._domains: dict[str, np.ndarray] = {}
+        self.pods = self.placed = None  # PodsOnNodes, PlacedTerms: kept when pods' placement depends on others
         # What scoring reads as allocatable: 0 where it is unknown (the scheduler leaves a 0 out).
         self.score_alloc = {r: np.where(self.unknown[r], 0, self.alloc[r]) if r in self.unknown else self.alloc[r]
                             for r in (CPU, MEMORY)}
@@ -54,7 +56,20 @@ class Snapshot:
         twin.requested = {r: a.copy() for r, a in self.requested.items()}
         twin.nonzero = {r: a.copy() for r, a in self.nonzero.items()}
         twin.pod_count = self.pod_count.copy()
+        twin._domains = self._domains
+        twin.pods = None if self.pods is None else self.pods.copy()
+        twin.placed = None if self.placed is None else self.placed.copy()
         return twin
+
+    def domains(self, key: str) -> np.ndarray:
+        """Per node, an id of its value of label `key` (equal values, equal ids), -1 without the label."""
+        found = self._domains.get(key)
+        if found is None:
+            ids: dict[str, int] = {}
+            found = self._domains[key] = np.array(
+                [-1 if key not in node.labels else ids.setdefault(node.labels[key], len(ids)) for node in self.nodes],
+                dtype=np.int64)
+        return found
 
     def place(self, i: int, requests: dict[str, int], nonzero: tuple[int, int]) -> None:
         """A pod lands on node i: its requests count against the node (NodeInfo.AddPod)."""
