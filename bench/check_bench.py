@@ -8,8 +8,10 @@ system, from wait4): every process here is single-threaded, so that is its run t
 wall time on a shared machine mostly measures the neighbours (it is printed alongside). Peak memory is the
 process's maximum resident set.
 
-Targets (issue "Fleet scale"):
- 1. check at 1,000 nodes / 20,000 pods to place <= 1.5 x parsing the same files (json + yaml CSafeLoader);
+Targets (issue "Fleet verdicts the real scheduler would give"; each pod goes through the scheduler's own
+filter/score cycle, in up to three seeded tie-break runs):
+ 1. check at 1,000 nodes / 20,000 pods to place <= 3 x parsing the same files (json + yaml CSafeLoader; the
+    real kube-scheduler takes about 300 x);
  2. check at 10,000 nodes / 200,000 pods <= 12 x the 1k check, and its peak memory <= 3 x the parse's;
  3. a one-node, one-pod check, and `gpufleet --help`, <= 4 x `python -c "import json, yaml"`.
  (5. the plan benchmark is bench/plan_bench.py.)
@@ -123,7 +125,7 @@ def main() -> None:
         results.append(verdict("3 one-pod check / import json,yaml", small["one_s"] / small["base_s"], 4))
         results.append(verdict("3 --help / import json,yaml", small["help_s"] / small["base_s"], 4))
         k1 = fleet_run(Path(tmp), 1000, args.repeat)
-        results.append(verdict("1 check/parse at 1k nodes", k1["check_s"] / k1["parse_s"], 1.5))
+        results.append(verdict("1 check/parse at 1k nodes", k1["check_s"] / k1["parse_s"], 3))
         if not args.quick:
             k10 = fleet_run(Path(tmp), 10000, args.repeat)
             results.append(verdict("2 check 10k / check 1k", k10["check_s"] / k1["check_s"], 12))

@@ -36,11 +36,14 @@ def _print_human(result: "CheckResult") -> None:
         table.add_column("pending", justify="right", no_wrap=True)
         table.add_column("why", overflow="fold", ratio=1)
         for u in result.unschedulable:
-            table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message + _blocked(u.blocked)))
+            table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message))
         console.print(table)  # cells are Text, never markup: names and messages are the user's
+        for u in result.unschedulable:
+            if u.blocked is not None:
+                console.print(Text(f"{u.workload}{_blocked(u.blocked)}"), highlight=False, soft_wrap=True)
     for w in result.warnings:
         console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}{_blocked(w.blocked)}"),
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
     console.print(Text(summary), highlight=False)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from gpufleet.capacity.model import Node
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.result import Blocked, Blocker
-from gpufleet.scheduling.snapshot import PodShape
+from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 RUNNING = "pods already running"
 PRODUCT = "nvidia.com/gpu.product"
@@ -26,14 +26,16 @@ _SHOWN = 5
 
 
 def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[PodWorkload],
-               shapes: dict[int, PodShape], nodes: Sequence[Node]) -> Blocked | None:
+               shapes: dict[int, PodShape], snap: Snapshot) -> Blocked | None:
+    nodes = snap.nodes
     eligible = outcome.blocked
     if eligible is None or not len(eligible):
         return None  # no node passes its filters: the FailedScheduling text says which and why
     mask = shape.eligible
     owners, spots = run.pods_on(mask)
     held = sorted(((j, n) for j, n in owners.items() if j != index), key=lambda e: (-e[1], e[0]))
-    blockers = [Blocker(workloads[j].key, pods, spots[j], _elsewhere(shapes[j], shape)) for j, pods in held[:LISTED]]
+    blockers = [Blocker(workloads[j].key, pods, spots[j], _elsewhere(shapes[j], shape, snap))
+                for j, pods in held[:LISTED]]
     running_here = run.running[mask]
     if running_here.any():
         blockers.append(Blocker(RUNNING, int(running_here.sum()), int(np.count_nonzero(running_here))))
@@ -49,23 +51,30 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     listed = [b for b in blockers if b.workload != RUNNING]
     summary = f"the {where} it may use hold {sum(n for _, n in held)} pods of {_names(listed, len(held))}"
     loose = [b for b in listed if b.elsewhere]
+    unselective = [b for j, b in zip((j for j, _ in held), listed) if not _selects(workloads[j], PRODUCT)]
     if loose:
-        unselective = [j for j, _ in held[:LISTED] if _elsewhere(shapes[j], shape) and not _selects(workloads[j], PRODUCT)]
-        tail = f", which select no {PRODUCT}" if len(unselective) == len(loose) else ""
-        summary += f"; {_names(loose)} could also run on other nodes{tail}"
-        fix = (f"keep {_names(loose)} off these nodes: give them a nodeSelector (or required node affinity) for the "
-               f"nodes they need, or taint these nodes and let only the workloads that need them tolerate the taint")
+        who = "they" if len(loose) == len(listed) else _names(loose)
+        tail = f", and select no {PRODUCT}" if all(b in unselective for b in loose) else ""
+        summary += f"; {'all of them' if who == 'they' else who} could also run on other nodes{tail}"
+        fix = (f"keep {'them' if who == 'they' else who} off these nodes: give them a nodeSelector (or required "
+               f"node affinity) for the nodes they need, or taint these nodes and let only the workloads that need "
+               f"them tolerate the taint")
+    elif unselective and _selects(w, PRODUCT):
+        who = "they" if len(unselective) == len(listed) else _names(unselective)
+        summary += f"; {'none of them selects' if who == 'they' else who + ' select no'} {PRODUCT}"
+        fix = (f"if {who} need not run here, taint these nodes and tolerate the taint only in {w.key}; else "
+               f"{_capacity_fix(w, outcome, need)}")
     else:
         fix = _capacity_fix(w, outcome, need)
     return Blocked(summary, fix, tuple(blockers))
 
 
-def _elsewhere(other: PodShape, shape: PodShape) -> bool:
-    """Whether pods of `other` may also use nodes that pods of `shape` cannot (cached on `shape`: the
-    shapes of one check live as long as it)."""
+def _elsewhere(other: PodShape, shape: PodShape, snap: Snapshot) -> bool:
+    """Whether pods of `other` could also run on nodes that pods of `shape` cannot use (nodes that pass its
+    filters and have what one pod asks for; cached on `shape`: the shapes of one check live as long as it)."""
     found = shape.beyond.get(id(other))
     if found is None:
-        found = shape.beyond[id(other)] = bool(np.any(other.eligible & ~shape.eligible))
+        found = shape.beyond[id(other)] = bool(np.any(other.possible(snap) & ~shape.eligible))
     return found
 
 

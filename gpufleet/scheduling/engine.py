@@ -176,7 +176,7 @@ class _Check:
             result.device_uses += [(w.key, self.nodes[node].name, d.label) for d in used]
         if pending_runs:
             run = runs[pending_runs[0]]
-            blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.nodes)
+            blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.snapshot)
             if len(pending_runs) == len(runs):
                 result.unschedulable.append(Unschedulable(w.key, "pending", shown.pending, shown.message, blocked))
             else:

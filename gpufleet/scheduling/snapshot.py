@@ -111,6 +111,7 @@ class PodShape:
         self.affinity_raw = np.array(affinity, dtype=_INT)[class_of] if len(set(affinity)) > 1 else None
         self.image_raw = _image_scores(spec, images)
         self.beyond: dict[int, bool] = {}
+        self._possible: np.ndarray | None = None
         """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
 
     def fits_mask(self, snap: Snapshot, nodes: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -134,6 +135,19 @@ class PodShape:
             feasible &= ~lacking
         return feasible, short
 
+
+    def possible(self, snap: Snapshot) -> np.ndarray:
+        """Nodes that pass the static filters and could hold one pod when empty (allocatable >= request)."""
+        if self._possible is None:
+            ok = self.eligible.copy()
+            for r, v in self.fit.items():
+                alloc = snap.alloc.get(r)
+                enough = np.zeros(snap.n, dtype=bool) if alloc is None else alloc >= v
+                if r in snap.unknown:
+                    enough |= snap.unknown[r]
+                ok &= enough
+            self._possible = ok
+        return self._possible
 
     def fits_one(self, snap: Snapshot, i: int) -> bool:
         """`fits_mask` for one node."""
