@@ -32,16 +32,15 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     if eligible is None or not len(eligible):
         return None  # no node passes its filters: the FailedScheduling text says which and why
     mask = shape.eligible
-    owners, spots = run.pods_on(mask)
-    held = sorted(((j, n) for j, n in owners.items() if j != index), key=lambda e: (-e[1], e[0]))
-    blockers = [Blocker(workloads[j].key, pods, spots[j], _elsewhere(shapes[j], shape, snap))
-                for j, pods in held[:LISTED]]
+    holders = run.holders(shape)
+    held = holders.before(index, LISTED)  # earlier workloads only: later ones cannot have taken its room
+    blockers = [Blocker(workloads[j].key, pods, spots, _elsewhere(shapes[j], shape, snap)) for j, pods, spots in held]
     running_here = run.running[mask]
     if running_here.any():
         blockers.append(Blocker(RUNNING, int(running_here.sum()), int(np.count_nonzero(running_here))))
-    where = _describe(nodes, eligible)
+    where = shape.memo("where", lambda: _describe(nodes, eligible))
     w = workloads[index]
-    too_big = _too_big(shape, nodes, eligible)
+    too_big = shape.memo("too_big", lambda: _too_big(shape, snap))
     if too_big is not None:
         return Blocked(*too_big, tuple(blockers))
     need = _request(shape.requests) if shape.requests or not w.spec.get("resourceClaims") else "its claims' devices"
@@ -49,9 +48,10 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
         summary = f"the {where} it may use have too little free for its pods ({need} each)"
         return Blocked(summary, _capacity_fix(w, outcome, need), tuple(blockers))
     listed = [b for b in blockers if b.workload != RUNNING]
-    summary = f"the {where} it may use hold {sum(n for _, n in held)} pods of {_names(listed, len(held))}"
+    total, count = holders.total_before(index)
+    summary = f"the {where} it may use hold {total} pods of {_names(listed, count)}"
     loose = [b for b in listed if b.elsewhere]
-    unselective = [b for j, b in zip((j for j, _ in held), listed) if not _selects(workloads[j], PRODUCT)]
+    unselective = [b for (j, _, _), b in zip(held, listed) if not _selects(workloads[j], PRODUCT)]
     if loose:
         who = "they" if len(loose) == len(listed) else _names(loose)
         tail = f", and select no {PRODUCT}" if all(b in unselective for b in loose) else ""
@@ -78,15 +78,18 @@ def _elsewhere(other: PodShape, shape: PodShape, snap: Snapshot) -> bool:
     return found
 
 
-def _too_big(shape: PodShape, nodes: Sequence[Node], eligible: np.ndarray) -> tuple[str, str] | None:
+def _too_big(shape: PodShape, snap: Snapshot) -> tuple[str, str] | None:
     """When one pod asks for more of a resource than any node it may use has at all, allocatable."""
     for r, v in sorted(shape.fit.items()):
-        known = [nodes[i].allocatable.get(r, 0) for i in eligible.tolist() if r not in nodes[i].unknown]
-        if known and len(known) == len(eligible) and max(known) < v:
-            one = _request({r: v})
-            top = _request({r: max(known)}) if max(known) else f"no {r}"
-            return (f"one pod asks for {one}; the largest node it may use has {top} allocatable",
-                    f"ask for at most {top} per pod (split the work over more pods), or add nodes with {one}")
+        alloc = snap.alloc.get(r)
+        at = shape.eligible if r not in snap.unknown else shape.eligible & ~snap.unknown[r]
+        if not at.any() or at.sum() < shape.eligible.sum():
+            continue
+        top = 0 if alloc is None else int(alloc[at].max())
+        if top < v:
+            one, most = _request({r: v}), (_request({r: top}) if top else f"no {r}")
+            return (f"one pod asks for {one}; the largest node it may use has {most} allocatable",
+                    f"ask for at most {most} per pod (split the work over more pods), or add nodes with {one}")
     return None
 
 

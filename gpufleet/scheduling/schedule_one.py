@@ -60,12 +60,13 @@ class Cycle:
 
 
 def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.Random,
-                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None) -> Cycle:
-    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters."""
+                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None, fits=None) -> Cycle:
+    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters;
+    `fits`: `shape.fits_mask(snap)` when the caller has it already."""
     n = snap.n
     if n == 0:
         return Cycle(None, 0, failed_scheduling({}, 0))
-    feasible, short = shape.fits_mask(snap)
+    feasible, short = shape.fits_mask(snap) if fits is None else fits
     later: dict[str, int] = {}  # reasons of the filters after NodeResourcesFit, on the nodes that reach them
     if pod is not None:
         for reason, mask in pod.filters(snap.pods, snap.placed, snap.domains):
@@ -180,9 +181,10 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
     n = snap.n
     if n == 0:
         return [], schedule_one(snap, shape, start, rng), start
-    candidates = np.flatnonzero(shape.fits_mask(snap)[0])
+    fits = shape.fits_mask(snap)
+    candidates = np.flatnonzero(fits[0])
     if not len(candidates):
-        return [], schedule_one(snap, shape, start, rng), start
+        return [], schedule_one(snap, shape, start, rng, fits=fits), start
     base = np.zeros(n, dtype=np.int64)
     base[candidates] = base_scores(snap, shape, candidates)  # an infeasible node is never scored
     k = num_feasible_nodes_to_find(n)

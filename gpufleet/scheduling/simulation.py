@@ -48,18 +48,49 @@ class Run:
     running: np.ndarray | None = None
     """Per node, the pods that were running before the check."""
 
-    def pods_on(self, mask: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
-        """Per workload index: its pods on the nodes of `mask`, and on how many of those nodes."""
-        if self._pods is None:
-            pairs = [(node, j, n) for node, held in self.occupants.items() for j, n in held.items()]
-            self._pods = tuple(np.array([p[k] for p in pairs], dtype=np.int64) for k in range(3))
-        node, owner, count = self._pods
-        hit = mask[node]
-        pods = np.bincount(owner[hit], weights=count[hit])
-        spots = np.bincount(owner[hit])
-        return ({int(j): int(pods[j]) for j in np.flatnonzero(pods)}, {int(j): int(spots[j]) for j in np.flatnonzero(spots)})
+    def holders(self, shape: PodShape) -> "Holders":
+        """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload."""
+        found = self._holders.get(id(shape))
+        if found is None:
+            if self._pods is None:
+                pairs = [(node, j, n) for node, held in self.occupants.items() for j, n in held.items()]
+                self._pods = tuple(np.array([p[k] for p in pairs], dtype=np.int64) for k in range(3))
+            node, owner, count = self._pods
+            hit = shape.eligible[node] if len(node) else np.zeros(0, dtype=bool)
+            size = int(owner.max()) + 1 if len(owner) else 0
+            found = self._holders[id(shape)] = Holders(
+                np.bincount(owner[hit], weights=count[hit], minlength=size).astype(np.int64),
+                np.bincount(owner[hit], minlength=size))
+        return found
 
     _pods: tuple | None = None
+    _holders: dict = field(default_factory=dict)
+
+
+class Holders:
+    """Per workload index: its pods on a set of nodes, and on how many of them."""
+
+    def __init__(self, pods: np.ndarray, spots: np.ndarray):
+        self.pods, self.spots = pods, spots
+        order = np.lexsort((np.arange(len(pods)), -pods))  # most pods first, then input order
+        self.ranked = [j for j in order.tolist() if pods[j] > 0]
+        self.cum = np.cumsum(pods)
+        self.cum_count = np.cumsum(pods > 0)
+
+    def before(self, index: int, limit: int) -> list[tuple[int, int, int]]:
+        """(workload, pods, nodes) of the workloads before `index` with pods there, the largest first."""
+        out = []
+        for j in self.ranked:
+            if len(out) == limit:
+                break
+            if j < index:
+                out.append((j, int(self.pods[j]), int(self.spots[j])))
+        return out
+
+    def total_before(self, index: int) -> tuple[int, int]:
+        """(pods, workloads) of the workloads before `index` on these nodes."""
+        k = min(index, len(self.pods))
+        return (int(self.cum[k - 1]), int(self.cum_count[k - 1])) if k > 0 else (0, 0)
 
 
 class Simulation:
@@ -78,11 +109,14 @@ class Simulation:
         snap = self.base.copy()
         dra = self.dra_base.copy() if self.dra_base is not None else None
         run, start = Run(running=self.base.pod_count), 0
+        placed: list[int] = []  # every pod's node, in placement order
+        failed_before: dict[int, tuple[int, Cycle]] = {}  # shape -> (len(placed) then, the cycle that failed)
         for index, shape in self.shapes.items():
             w = self.workloads[index]
             out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
                 start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out)
+                placed += out.nodes
                 continue
 
             def tie(best: np.ndarray) -> None:
@@ -92,18 +126,29 @@ class Simulation:
             pod = self.constraints.get(index)
             if pod is not None and (has_pod_rules(w.spec) or snap.placed.concern(w.namespace, w.labels)):
                 out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
+            elif id(shape) in failed_before:
+                # Capacity only shrinks during a check: a pod that fitted nowhere still fits nowhere (and the
+                # search went through every node, so the start index stays). Only the message may change,
+                # when pods landed on nodes it could use.
+                at, failed = failed_before[id(shape)]
+                if len(placed) > at and shape.eligible[np.array(placed[at:])].any():
+                    failed = schedule_one(snap, shape, start, rng)
+                    failed_before[id(shape)] = (len(placed), failed)
             else:
                 out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie)
                 if snap.pods is not None:  # others' selectors may count these pods later
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
             out.placed = len(out.nodes)
+            placed += out.nodes
             for node in out.nodes:
                 held = run.occupants.setdefault(node, {})
                 held[index] = held.get(index, 0) + 1
             if failed is not None:
                 # Nothing frees capacity during a check: the remaining replicas fail the same way.
                 out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
+                if pod is None:
+                    failed_before[id(shape)] = (len(placed), failed)
         return run
 
     def _one_by_one(self, snap: Snapshot, shape: PodShape, w: PodWorkload, index: int, pod: PodConstraints,

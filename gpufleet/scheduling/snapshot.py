@@ -112,6 +112,7 @@ class PodShape:
         self.image_raw = _image_scores(spec, images)
         self.beyond: dict[int, bool] = {}
         self._possible: np.ndarray | None = None
+        self._memo: dict = {}
         """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
 
     def fits_mask(self, snap: Snapshot, nodes: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -135,6 +136,12 @@ class PodShape:
             feasible &= ~lacking
         return feasible, short
 
+
+    def memo(self, name: str, compute):
+        """A value derived from this shape alone (the same in every run), computed once."""
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]
 
     def possible(self, snap: Snapshot) -> np.ndarray:
         """Nodes that pass the static filters and could hold one pod when empty (allocatable >= request)."""
