@@ -95,7 +95,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         asks = f" (requests {req} per pod)" if req else ""
         verdict = ("is rejected by the API server" if u.reason == "rejected"
                    else f"leaves {u.pending} pod(s) Pending")
-        report_violation(f"{u.workload}{asks} {verdict}: {u.message} Expected it to fit the "
+        why = f" Why: {u.blocked.summary}. Fix: {u.blocked.fix}." if u.blocked is not None else ""
+        report_violation(f"{u.workload}{asks} {verdict}: {u.message}{why} Expected it to fit the "
                          f"{capacity.source or 'planned'} capacity ({len(capacity.nodes)} node(s)).", urn_)
     if capacity.source == "stack" and cfg is not None and config.get("checkMemoryBudget", True):
         from gpufleet.capacity import memory_budget

@@ -1,5 +1,10 @@
 """Will these workloads schedule? kube-scheduler's filters and the API server's validation, before deploying."""
 
+import os
+
+# The check's arrays use no BLAS: one OpenBLAS thread saves starting a pool of them when numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from gpufleet.scheduling.engine import check_workloads
 from gpufleet.scheduling.manifests import PodWorkload, load_manifests, workloads_of
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning

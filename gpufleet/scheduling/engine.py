@@ -22,13 +22,9 @@ from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
-from gpufleet.capacity.model_fit import MODEL_ANNOTATION, check_manifest_model, container_argv
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.blocked import blocked_by
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import matches_node_affinity, pod_terms
-from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints, has_pod_rules
-from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
+from gpufleet.scheduling.filters import has_pod_rules, matches_node_affinity, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.node_tree import tree_order
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
@@ -123,11 +119,14 @@ class _Check:
                 except GpufleetError as e:
                     raise InputError(f"{self.workloads[index].key}: {e}") from e
 
-    def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict[int, PodConstraints]:
+    def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict:
         """Per workload, its pods against the others, when any pod of the check has topology spread or pod
         (anti-)affinity: the snapshot then keeps the pods on each node with their labels."""
         if not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
             return {}
+        from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints
+        from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
+
         snap = self.snapshot
         snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))
                                          for p in self.running if p.node in snap.index])
@@ -175,6 +174,8 @@ class _Check:
             result.devices += [(w.key, self.nodes[node].name, d.label) for d in allocated]
             result.device_uses += [(w.key, self.nodes[node].name, d.label) for d in used]
         if pending_runs:
+            from gpufleet.scheduling.blocked import blocked_by
+
             run = runs[pending_runs[0]]
             blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.snapshot)
             if len(pending_runs) == len(runs):
@@ -186,11 +187,13 @@ class _Check:
                            f"too little room: {shown.message}", blocked))
         if w.spec.get("resourceClaims"):
             self._device_memory(w, first)
-        elif not self._model_memory(w, shape):
+        elif not (w.annotations and self._model_memory(w, shape)):
             result.memory += _memory(w, [(self.nodes[i], n) for i, n in sorted(counts.items())], shape.requests, result)
 
     def _model_memory(self, w: PodWorkload, shape: PodShape) -> bool:
         """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""
+        from gpufleet.capacity.model_fit import MODEL_ANNOTATION, check_manifest_model, container_argv
+
         if MODEL_ANNOTATION not in w.annotations:
             return False
         eligible = [self.nodes[i] for i in np.flatnonzero(shape.eligible)]
@@ -204,6 +207,7 @@ class _Check:
         return not verdict.overridden
 
     def _device_memory(self, w: PodWorkload, first) -> None:
+        from gpufleet.capacity.model_fit import MODEL_ANNOTATION
         from gpufleet.scheduling.dra.claims import memory_mib
         from gpufleet.scheduling.dra.memory import model_on_devices
 

@@ -109,6 +109,12 @@ def static_failure(node: Node, terms: PodTerms) -> str | None:
     return None
 
 
+def has_pod_rules(spec: dict) -> bool:
+    """Whether where the pod may go depends on other pods: topology spread or pod (anti-)affinity."""
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    return bool(spec.get("topologySpreadConstraints") or affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+
+
 def matches_node_affinity(node: Node, terms: PodTerms) -> bool:
     """The pod's nodeSelector and required node affinity alone (what topology spread honours)."""
     labels = node.labels

@@ -13,11 +13,6 @@ from gpufleet.scheduling.plugins import podtopologyspread as pts
 from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
 
 
-def has_pod_rules(spec: dict) -> bool:
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
-    return bool(spec.get("topologySpreadConstraints") or affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
-
-
 class PlacedTerms:
     """The (anti-)affinity terms of pods placed so far, with how many such pods each node holds."""
 

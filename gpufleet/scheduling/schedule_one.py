@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -27,8 +27,10 @@ from gpufleet.scheduling.plugins import WEIGHTS
 from gpufleet.scheduling.plugins.helper import default_normalize_score
 from gpufleet.scheduling.plugins.noderesources import (balanced_allocation, balanced_allocation_one, least_allocated,
                                                         least_allocated_one)
-from gpufleet.scheduling.pod_constraints import PodConstraints
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.pod_constraints import PodConstraints
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.schedule_one import Cycle, schedule_one, schedule_replicas
-from gpufleet.scheduling.pod_constraints import PodConstraints, has_pod_rules
+from gpufleet.scheduling.filters import has_pod_rules
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.pod_constraints import PodConstraints
 
 #: Below this many nodes the scheduler scores every feasible node, so a tie between nodes in the same
 #: state (class, images, requests) cannot change any later outcome.
