@@ -28,6 +28,8 @@ def summary_markdown(report: FleetReport) -> str:
         lines.append("")
         for w in pending:
             lines.append(f"- `{_cell(w.key)}` {w.verdict}, {w.placed} of {w.wanted} pod(s) placed: {_cell(w.message)}")
+            if w.held_by:
+                lines.append(f"  why: {_cell(w.held_by)}; fix: {_cell(w.fix)}")
     else:
         lines.append("Every workload is placed.")
     short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None

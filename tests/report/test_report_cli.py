@@ -70,6 +70,9 @@ def test_nodes_and_manifests_report_includes_running_pods_and_the_pending_pod(tm
     html = page.read_text()
     assert "Pod/default/greedy" in html and "pods already running" in html
     assert "0/4 nodes are available:" in html
+    # why it pends and what to do, as `check` says it
+    assert "<b>why:</b> one pod asks for nvidia.com/gpu 101; the largest node it may use has nvidia.com/gpu" in html
+    assert "<b>fix:</b> ask for at most nvidia.com/gpu" in html
 
 
 def test_someone_elses_file_is_refused_unless_forced_and_our_own_page_is_replaced(tmp_path):
