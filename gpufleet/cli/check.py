@@ -40,18 +40,25 @@ def _print_human(result: "CheckResult") -> None:
         console.print(table)  # cells are Text, never markup: names and messages are the user's
         for u in result.unschedulable:
             if u.blocked is not None:
-                console.print(Text(f"{u.workload}{_blocked(u.blocked)}"), highlight=False, soft_wrap=True)
+                console.print(Text(u.workload), highlight=False)
+                _print_blocked(console, u.blocked)
     for w in result.warnings:
-        console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}{_blocked(w.blocked)}"),
-                      highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)
+        if w.blocked is not None:
+            _print_blocked(console, w.blocked)
     console.print(Text(summary), highlight=False)
 
 
-def _blocked(blocked) -> str:
-    """Who holds the capacity a Pending workload needed, and the fix (empty when not known)."""
-    if blocked is None:
-        return ""
-    return f"\n  why: {blocked.summary}\n  fix: {blocked.fix}"
+def _print_blocked(console, blocked) -> None:
+    """Who holds the capacity a Pending workload needed, and the fix, wrapped and indented under it."""
+    import textwrap
+
+    from rich.text import Text
+
+    for label, text in (("why", blocked.summary), ("fix", blocked.fix)):
+        wrapped = textwrap.fill(text, width=max(console.width, 40), initial_indent=f"  {label}: ",
+                                subsequent_indent="       ", break_on_hyphens=False)
+        console.print(Text(wrapped), highlight=False, soft_wrap=True)
 
 
 def read_inputs(manifests: list[Path], nodes: Path, pods: Path | None, require_workloads: bool = True):
