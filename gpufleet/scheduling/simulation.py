@@ -193,6 +193,7 @@ class Simulation:
     def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
         """A pod with DRA claims: the DynamicResources filter runs last, on the nodes that pass the rest."""
         from gpufleet.scheduling.dra.allocator import FilterError
+        from gpufleet.scheduling.dra.claims import NOT_ON_NODE, release_unreserved
 
         needs = dra.needs(w.namespace, w.name, w.spec)
         if needs.gated:
@@ -213,6 +214,8 @@ class Simulation:
         except FilterError as e:
             return Cycle(None, snap.n, f'running "DynamicResources" filter plugin: {e}'), None
         if cycle.node is None:
+            if NOT_ON_NODE in cycle.message:
+                release_unreserved(dra, needs)  # the pod stays Pending this attempt; later pods get the devices
             return cycle, None
         used, allocated = dra.commit(snap.nodes[cycle.node], needs, found[cycle.node])
         return cycle, (used, allocated)

@@ -153,6 +153,11 @@ class Allocator:
             problem = claim_limit_error(claim)
             if problem:
                 raise FilterError(problem)
+        for claim in claims:  # the allocator's validateDeviceRequest, every request and subrequest, first
+            for request in requests_of(claim):
+                for alt in alternatives(request):
+                    if alt.all:
+                        self._all_pools_usable(claim, alt)
         invalid = next((p for p in self.pools if p.invalid), None)
         if invalid is not None:
             raise FilterError(f"pool {invalid.name} is invalid: {invalid.invalid}")
@@ -232,6 +237,18 @@ class Allocator:
             taken.discard(device.key)
         return False
 
+    def _all_pools_usable(self, claim: Claim, alt: Alternative) -> None:
+        """An "All" request needs every pool on the node complete and valid, whatever devices they hold (the
+        allocator checks this before it searches, even for an alternative it would never reach)."""
+        name = alt.request.split("/", 1)[-1]
+        for pool in self.pools:
+            if not pool.complete or pool.invalid:
+                state = "currently being updated" if not pool.complete else "currently invalid"
+                raise FilterError(f"claim {claim.label}, request {name}: asks for all devices, but resource pool "
+                                  f"{pool.driver}/{pool.name} is {state}")
+            for device in pool.devices:
+                self._selected(device, claim, alt)  # selector errors surface here too
+
     def _take_all(self, claim, alt, c, picked, taken, fixed, rest) -> bool:
         chosen = []
         for pool in self.pools:
@@ -249,7 +266,8 @@ class Allocator:
         for d in chosen:
             newly = self._fits(d, claim, alt, c, fixed)
             if newly is None:
-                raise FilterError(f"claim {claim.label}, request {alt.request}: cannot add device {d.label} because "
+                raise FilterError(f"claim {claim.label}, request {alt.request.split('/', 1)[-1]}: cannot add device "
+                                  f"{d.label} because "
                                   "a claim constraint would not be satisfied")
             fixed[c].update(newly)
             added += [i for i, _ in newly]

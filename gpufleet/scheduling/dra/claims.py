@@ -151,6 +151,19 @@ class DraState:
         return used, [d for picked in result for _, d in picked]
 
 
+def release_unreserved(state: "DraState", needs: Needs) -> bool:
+    """The plugin's PostFilter after a pod with claims found no node: an allocated claim that was not
+    available on some node and is reserved for nobody is deallocated (its devices free for later pods).
+    One claim per failed attempt; True when one was."""
+    for key, selector in needs.allocated:
+        shared = state.shared.get(key)
+        if shared is not None and selector is not None and shared.consumers == 0:
+            state.in_use -= {d.key for d in shared.devices}
+            del state.shared[key]
+            return True
+    return False
+
+
 def memory_mib(devices: list[Device]) -> int | None:
     """GPU memory of the devices (their `memory` capacity), in MiB; None when none publishes it."""
     sizes = []
