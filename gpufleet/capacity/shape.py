@@ -158,3 +158,46 @@ def pod_spec(shape: Shape, spec: Any, path: str) -> None:
                 shape.string(expr.get("key"), f"{epath}.key")
                 shape.string(expr.get("operator"), f"{epath}.operator")
                 shape.string_list(expr.get("values"), f"{epath}.values")
+    ppath = f"{path}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for wpath, weighted in shape.objects(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), ppath):
+        shape.integer(weighted.get("weight"), f"{wpath}.weight")
+        preference = shape.mapping(weighted.get("preference"), f"{wpath}.preference")
+        for part in ("matchExpressions", "matchFields"):
+            for epath, expr in shape.objects(preference.get(part), f"{wpath}.preference.{part}"):
+                shape.string(expr.get("key"), f"{epath}.key")
+                shape.string(expr.get("operator"), f"{epath}.operator")
+                shape.string_list(expr.get("values"), f"{epath}.values")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = shape.mapping(affinity.get(kind), f"{path}.affinity.{kind}")
+        rpath = f"{path}.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+        for tpath, term in shape.objects(block.get("requiredDuringSchedulingIgnoredDuringExecution"), rpath):
+            _pod_affinity_term(shape, term, tpath)
+        ppath = f"{path}.affinity.{kind}.preferredDuringSchedulingIgnoredDuringExecution"
+        for wpath, weighted in shape.objects(block.get("preferredDuringSchedulingIgnoredDuringExecution"), ppath):
+            shape.integer(weighted.get("weight"), f"{wpath}.weight")
+            _pod_affinity_term(shape, shape.mapping(weighted.get("podAffinityTerm"), f"{wpath}.podAffinityTerm"),
+                               f"{wpath}.podAffinityTerm")
+    for cpath, constraint in shape.objects(spec.get("topologySpreadConstraints"), f"{path}.topologySpreadConstraints"):
+        shape.integer(constraint.get("maxSkew"), f"{cpath}.maxSkew")
+        shape.integer(constraint.get("minDomains"), f"{cpath}.minDomains")
+        shape.string(constraint.get("topologyKey"), f"{cpath}.topologyKey")
+        shape.string(constraint.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable")
+        shape.string_list(constraint.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
+        label_selector(shape, constraint.get("labelSelector"), f"{cpath}.labelSelector")
+
+
+def _pod_affinity_term(shape: Shape, term: dict, path: str) -> None:
+    shape.string(term.get("topologyKey"), f"{path}.topologyKey")
+    shape.string_list(term.get("namespaces"), f"{path}.namespaces")
+    label_selector(shape, term.get("labelSelector"), f"{path}.labelSelector")
+    label_selector(shape, term.get("namespaceSelector"), f"{path}.namespaceSelector")
+
+
+def label_selector(shape: Shape, value: Any, path: str) -> None:
+    """A metav1.LabelSelector: matchLabels (strings) and matchExpressions (key, operator, values)."""
+    selector = shape.mapping(value, path)
+    shape.strings(selector.get("matchLabels"), f"{path}.matchLabels")
+    for epath, expr in shape.objects(selector.get("matchExpressions"), f"{path}.matchExpressions"):
+        shape.string(expr.get("key"), f"{epath}.key")
+        shape.string(expr.get("operator"), f"{epath}.operator")
+        shape.string_list(expr.get("values"), f"{epath}.values")

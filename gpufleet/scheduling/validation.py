@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.validation.fields import FieldError, invalid
+from gpufleet.validation.placement import placement_errors
 from gpufleet.validation.resources import (aggregate, is_extended, is_native, overcommit_allowed, spec_errors,
                                            with_defaulted_requests)
 
@@ -18,7 +19,7 @@ def workload_errors(workload: PodWorkload) -> list[FieldError]:
     errors = [invalid(path, value, "must be greater than or equal to 0")
               for path, value in workload.counts if value < 0]
     spec = with_defaulted_requests(workload.spec) if workload.kind == "Pod" else workload.spec
-    return errors + spec_errors(spec, workload.spec_path)
+    return errors + spec_errors(spec, workload.spec_path) + placement_errors(spec, workload.spec_path)
 
 
 def rejection(workload: PodWorkload) -> str | None:

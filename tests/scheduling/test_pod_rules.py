@@ -89,3 +89,30 @@ def test_self_affinity_that_depends_on_the_first_pick_is_a_warning():
     assert result.unschedulable == []
     (w,) = result.warnings
     assert "didn't match pod affinity rules" in w.message and "runs of the scheduler" in w.message
+
+
+def test_bad_spread_and_affinity_values_are_rejected_in_the_api_servers_words():
+    # Every error below is the real API server's (v1.34.1 validation, through the reference), in its order.
+    spec = pod_spec(gpu_container(1), topologySpreadConstraints=[
+        {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Maybe", "minDomains": 2,
+         "labelSelector": {"matchLabels": {"a": "b"}}}], affinity={
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 101, "podAffinityTerm": {"topologyKey": "", "labelSelector": {}}}]},
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 0, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]}})
+    (u,) = check_workloads(NODES, [], [deployment("x", 1, spec)]).unschedulable
+    p = "spec.template.spec"
+    anti = f"{p}.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+    assert (u.reason, u.message) == ("rejected", (
+        f'Deployment.apps "x" is invalid: [{p}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution'
+        f"[0].weight: Invalid value: 0: must be in the range 1-100, {anti}.weight: Invalid value: 101: must be in "
+        f"the range 1-100, {anti}.podAffinityTerm.topologyKey: Required value: can not be empty, "
+        f'{anti}.podAffinityTerm.topologyKey: Invalid value: "": name part must be non-empty, '
+        f'{anti}.podAffinityTerm.topologyKey: Invalid value: "": name part must consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+        "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), "
+        f"{p}.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero, "
+        f"{p}.topologySpreadConstraints[0].topologyKey: Required value: can not be empty, "
+        f'{p}.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: '
+        f'"DoNotSchedule", "ScheduleAnyway", {p}.topologySpreadConstraints[0].minDomains: Invalid value: 2: can '
+        "only use minDomains if whenUnsatisfiable=DoNotSchedule, not Maybe]"))
