@@ -94,3 +94,18 @@ def test_capacity_shortage_among_workloads_that_need_these_nodes_suggests_fewer_
                              "pod(s) need nvidia.com/gpu 1 each")
     assert u.to_json()["blockedBy"]["workloads"] == [
         {"workload": "Deployment/default/first", "pods": 3, "nodes": 3, "couldRunElsewhere": False}]
+
+
+def test_the_same_input_gives_the_same_answer_whatever_the_hash_seed(tmp_path):
+    # Ties are broken by seeded runs, never by set or dict order: two processes with different hash seeds agree.
+    from tests.scheduling.oracle_fleets import generate, write
+
+    files = write(generate(11, 150, "mixed"), tmp_path)
+    outs = []
+    for seed in ("1", "2"):
+        run = subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", "check", "--json",
+                              "--nodes", str(files[0]), "--pods", str(files[1]), str(files[2])],
+                             capture_output=True, text=True, env={**__import__("os").environ, "PYTHONHASHSEED": seed})
+        assert run.returncode in (0, 1), run.stderr
+        outs.append(run.stdout)
+    assert outs[0] == outs[1] and json.loads(outs[0])["checked"]
