@@ -112,6 +112,8 @@ def _window(candidates: np.ndarray, start: int, k: int, n: int) -> tuple[np.ndar
     if len(candidates) <= k:
         return candidates, n
     j = int(np.searchsorted(candidates, start))
+    if len(candidates) - j > k:  # no wrap-around: a slice, no copy
+        return candidates[j:j + k], int(candidates[j + k] - start)
     ordered = np.concatenate((candidates[j:], candidates[:j])) if j else candidates
     # The search stops when it finds one feasible node more than it needs: it went through every node
     # before that one.
@@ -175,25 +177,57 @@ def window_scores(shape: PodShape, window: np.ndarray, base: np.ndarray) -> np.n
     return base
 
 
+class Kept:
+    """One pod shape's feasibility and own scores over all nodes, kept within a run between its workloads and
+    brought up to date from the nodes pods landed on since (capacity only shrinks, so a node that stopped
+    fitting never fits again, and only those nodes' scores change)."""
+
+    __slots__ = ("feasible", "base", "seen")
+
+    def __init__(self, snap: Snapshot, shape: PodShape, seen: int):
+        self.feasible = shape.fits_mask(snap)[0]
+        self.base = np.zeros(snap.n, dtype=np.int64)
+        at = np.flatnonzero(self.feasible)
+        self.base[at] = base_scores(snap, shape, at)  # an infeasible node is never scored
+        self.seen = seen
+
+    def refresh(self, snap: Snapshot, shape: PodShape, landed: list[int]) -> None:
+        """`landed`: every pod's node in placement order; those after `seen` changed."""
+        if len(landed) > self.seen:
+            changed = np.unique(np.array(landed[self.seen:], dtype=np.int64))
+            changed = changed[self.feasible[changed]]
+            if len(changed):
+                still = shape.fits_mask(snap, changed)[0]
+                self.feasible[changed] = still
+                kept = changed[still]
+                if len(kept):
+                    self.base[kept] = base_scores(snap, shape, kept)
+        self.seen = len(landed)
+
+
 def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, rng: random.Random,
-                      on_tie: Callable[[np.ndarray], None]) -> tuple[list[int], Cycle | None, int]:
+                      on_tie: Callable[[np.ndarray], None], kept: Kept | None = None,
+                      landed: list[int] | None = None) -> tuple[list[int], Cycle | None, int]:
     """`count` pods of one shape, one cycle each, placed as they are chosen: (their nodes, the cycle that
     left one Pending or None, the next start index). The same as `schedule_one` per pod; the per-node scores
-    that do not depend on the other scored nodes are kept and refreshed only on the node a pod lands on."""
+    that do not depend on the other scored nodes are kept (`kept`, refreshed from `landed`, the run's pods'
+    nodes so far) and refreshed only on the nodes pods land on."""
     n = snap.n
     if n == 0:
         return [], schedule_one(snap, shape, start, rng), start
-    fits = shape.fits_mask(snap)
-    candidates = np.flatnonzero(fits[0])
+    if kept is None:
+        kept = Kept(snap, shape, len(landed or ()))
+    kept.refresh(snap, shape, landed or [])
+    feasible, base = kept.feasible, kept.base
+    candidates = np.flatnonzero(feasible)
     if not len(candidates):
-        return [], schedule_one(snap, shape, start, rng, fits=fits), start
-    base = np.zeros(n, dtype=np.int64)
-    base[candidates] = base_scores(snap, shape, candidates)  # an infeasible node is never scored
+        return [], schedule_one(snap, shape, start, rng), start
     k = num_feasible_nodes_to_find(n)
     placed: list[int] = []
     for _ in range(count):
         window, processed = _window(candidates, start, k, n)
         if not len(window):
+            kept.seen += len(placed)
             return placed, schedule_one(snap, shape, start, rng), start
         if len(window) == 1:
             node = int(window[0])
@@ -209,5 +243,7 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
         if shape.fits_one(snap, node):
             base[node] = base_score_one(snap, shape, node)
         else:
+            feasible[node] = False
             candidates = candidates[candidates != node]
+    kept.seen += len(placed)  # its own pods are accounted for already
     return placed, None, start

@@ -17,13 +17,15 @@ import numpy as np
 
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.manifests import PodWorkload
-from gpufleet.scheduling.schedule_one import Cycle, schedule_one, schedule_replicas
+from gpufleet.scheduling.schedule_one import Cycle, Kept, schedule_one, schedule_replicas
 from gpufleet.scheduling.filters import has_pod_rules
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 if TYPE_CHECKING:
     from gpufleet.scheduling.pod_constraints import PodConstraints
 
+#: Pod shapes whose feasibility and scores a run keeps up to date (two arrays over the fleet each).
+KEPT_SHAPES = 64
 #: Below this many nodes the scheduler scores every feasible node, so a tie between nodes in the same
 #: state (class, images, requests) cannot change any later outcome.
 _WHOLE_FLEET = 100
@@ -115,6 +117,7 @@ class Simulation:
         run, start = Run(running=self.base.pod_count), 0
         placed: list[int] = []  # every pod's node, in placement order
         failed_before: dict[int, tuple[int, Cycle]] = {}  # shape -> (len(placed) then, the cycle that failed)
+        kept_for: dict[int, Kept] = {}  # shape -> its feasibility and scores, kept up to date
         for index, shape in self.shapes.items():
             w = self.workloads[index]
             out = run.outcomes[index] = Outcome()
@@ -139,7 +142,11 @@ class Simulation:
                     failed = schedule_one(snap, shape, start, rng)
                     failed_before[id(shape)] = (len(placed), failed)
             else:
-                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie)
+                kept = kept_for.pop(id(shape), None) or Kept(snap, shape, len(placed))
+                kept_for[id(shape)] = kept  # most recently used last
+                if len(kept_for) > KEPT_SHAPES:
+                    del kept_for[next(iter(kept_for))]
+                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie, kept, placed)
                 if snap.pods is not None:  # others' selectors may count these pods later
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
