@@ -116,3 +116,20 @@ def test_bad_spread_and_affinity_values_are_rejected_in_the_api_servers_words():
         f'{p}.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Maybe": supported values: '
         f'"DoNotSchedule", "ScheduleAnyway", {p}.topologySpreadConstraints[0].minDomains: Invalid value: 2: can '
         "only use minDomains if whenUnsatisfiable=DoNotSchedule, not Maybe]"))
+
+
+def test_a_topology_key_no_node_carries_is_the_missing_label_and_affinity_failure():
+    # Real: b pends "7 node(s) didn't match pod topology spread constraints (missing required label)", an
+    # anti-affinity over a key no node has keeps no pod out (c fits), an affinity over it places none (d).
+    absent = {"labelSelector": {"matchLabels": {"app": "zz"}}, "topologyKey": "absent"}
+    workloads = [_dep("b", 1, topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "absent",
+                                                          "whenUnsatisfiable": "DoNotSchedule",
+                                                          "labelSelector": {"matchLabels": {"app": "b"}}}]),
+                 _dep("c", 2, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                     {**absent, "labelSelector": {"matchLabels": {"app": "c"}}}]}}),
+                 _dep("d", 2, affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [absent]}})]
+    result = check_workloads(NODES, [], workloads)
+    assert [(u.workload, u.pending, u.message) for u in result.unschedulable] == [
+        ("Deployment/default/b", 1, "0/7 nodes are available: 7 node(s) didn't match pod topology spread "
+                                    "constraints (missing required label)."),
+        ("Deployment/default/d", 2, "0/7 nodes are available: 7 node(s) didn't match pod affinity rules.")]

@@ -83,7 +83,8 @@ def terms_of(spec: dict, namespace: str) -> Terms:
 
 def _per_domain(dom: np.ndarray, counts: np.ndarray) -> np.ndarray:
     has = dom >= 0
-    return np.bincount(dom[has], weights=counts[has], minlength=int(dom.max()) + 1 if len(dom) else 0)
+    # at least one slot, so that indexing by max(domain, 0) works when no node has the key
+    return np.bincount(dom[has], weights=counts[has], minlength=max(int(dom.max()) + 1 if len(dom) else 0, 1))
 
 
 def filter_failures(own: Terms, namespace: str, labels: dict[str, str], pods: PodsOnNodes, domains,

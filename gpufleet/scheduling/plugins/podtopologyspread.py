@@ -70,7 +70,7 @@ def filter_failures(cons: list[Constraint], pods: PodsOnNodes, domains, affinity
     for c in cons:
         dom = domains(c.key)
         counts = pods.count(c.selector, frozenset((namespace,)))
-        size = int(dom.max()) + 1 if len(dom) else 0
+        size = max(int(dom.max()) + 1 if len(dom) else 0, 1)  # at least one slot: no node may have the label
         per_domain = np.bincount(dom[counted], weights=counts[counted], minlength=size).astype(np.int64)
         present = np.zeros(size, dtype=bool)
         present[dom[counted]] = True
@@ -100,7 +100,7 @@ def score(cons: list[Constraint], pods: PodsOnNodes, domains, affinity_ok: np.nd
             cnt = counts[window]
         else:
             size = len(set(dom[window][~ignored].tolist()))
-            per_domain = np.bincount(dom[counted], weights=counts[counted], minlength=int(dom.max()) + 1)
+            per_domain = np.bincount(dom[counted], weights=counts[counted], minlength=max(int(dom.max()) + 1, 1))
             cnt = per_domain[np.maximum(dom[window], 0)]
         raw = raw + (cnt * math.log(size + 2) + (c.max_skew - 1))
     rounded = np.floor(raw + 0.5).astype(np.int64)  # math.Round: half away from zero (all >= 0 here)
