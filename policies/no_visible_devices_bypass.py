@@ -10,19 +10,12 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
-from policies._common import (
-    STACK_CONFIG_PROPERTIES, config_of, containers, describe, pod_spec, pod_template_metadata, stack_config_for,
+from gpufleet.validation.workload_policies import (
+    NO_VISIBLE_DEVICES_BYPASS, visible_devices_bypasses, visible_devices_message,
 )
-
-ENV = "NVIDIA_VISIBLE_DEVICES"
-NO_GPU_VALUES = {"", "void", "none"}
-CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
-
-
-def _requests_gpu(container: dict) -> bool:
-    res = container.get("resources") or {}
-    names = set((res.get("limits") or {})) | set((res.get("requests") or {}))
-    return any(n.startswith("nvidia.com/") for n in names)
+from policies._common import (
+    STACK_CONFIG_PROPERTIES, config_of, describe, pod_spec, pod_template_metadata, stack_config_for,
+)
 
 
 def _platform_managed(args) -> bool:
@@ -38,27 +31,17 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
     if spec is None:
         return
     what = describe(args.resource_type, args.props, args.name)
-    found = []
-    for c in containers(spec):
-        for env in c.get("env") or []:
-            value = env.get("value")
-            if env.get("name") == ENV and (value is None or str(value).strip().lower() not in NO_GPU_VALUES) \
-                    and not _requests_gpu(c):
-                found.append(f"container '{c.get('name')}' sets {ENV}={value if value is not None else '(from a reference)'}")
-    for key, value in (pod_template_metadata(args.resource_type, args.props).get("annotations") or {}).items():
-        if key.startswith(CDI_ANNOTATION_PREFIX) and "nvidia.com/gpu" in str(value):
-            found.append(f"annotation {key}={value} injects GPUs through CDI")
+    annotations = pod_template_metadata(args.resource_type, args.props).get("annotations")
+    found = visible_devices_bypasses(spec, annotations)
     if found and not _platform_managed(args):
         for item in found:
-            report_violation(f"{what}: {item} without a GPU resource request, bypassing the device plugin's "
-                             "accounting; expected a nvidia.com/* resource limit instead (pinning devices is "
-                             "allowed only in platform-managed mode).")
+            report_violation(visible_devices_message(what, item))
 
 
 POLICY = ResourceValidationPolicy(
-    name="no-visible-devices-bypass",
+    name=NO_VISIBLE_DEVICES_BYPASS.name,
     description="Containers get GPUs by requesting a GPU resource, not through NVIDIA_VISIBLE_DEVICES or CDI annotations, unless the platform manages GPUs.",
-    enforcement_level=EnforcementLevel.MANDATORY,
+    enforcement_level=EnforcementLevel(NO_VISIBLE_DEVICES_BYPASS.level),
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,
         "platformManaged": {"type": "boolean", "description": "The platform owns GPU assignment (gpufleet mode "

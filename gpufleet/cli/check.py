@@ -1,4 +1,5 @@
-"""`gpufleet check`: will these manifests' GPU workloads schedule on these nodes? Exit 0 / 1 / 2.
+"""`gpufleet check`: will these manifests' GPU workloads schedule on these nodes, and do they pass the
+policy pack's workload rules? Exit 0 / 1 / 2.
 
 Imports stay light here; the engine loads when the command runs.
 """
@@ -17,9 +18,20 @@ if TYPE_CHECKING:
     from gpufleet.scheduling.result import CheckResult
 
 
+def _verdict(result: "CheckResult") -> str:
+    if result.fits:
+        return "every workload can run"
+    refused = {u.workload for u in result.unschedulable if u.reason == "policy"}
+    stuck = {u.workload for u in result.unschedulable if u.reason != "policy"}
+    parts = [f"{len(stuck)} workload(s) will not run"] if stuck else []
+    if refused - stuck:
+        more = "more " if stuck else ""
+        parts.append(f"{len(refused - stuck)} {more}workload(s) refused by the policy pack")
+    return ", ".join(parts)
+
+
 def _print_human(result: "CheckResult") -> None:
-    verdict = "every workload can run" if result.fits else f"{len(result.unschedulable)} workload(s) will not run"
-    summary = f"{len(result.checked)} workload(s) checked: {verdict}"
+    summary = f"{len(result.checked)} workload(s) checked: {_verdict(result)}"
     if not result.unschedulable and not result.warnings:
         print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
         return
@@ -29,7 +41,8 @@ def _print_human(result: "CheckResult") -> None:
 
     console = Console()
     if result.unschedulable:
-        table = Table(title="Workloads that will not run")
+        refused = any(u.reason == "policy" for u in result.unschedulable)
+        table = Table(title="Workloads that will not run" + (" or that the policy pack refuses" if refused else ""))
         # Names are never cut: two workloads that differ only at the end must not read the same.
         table.add_column("workload", overflow="fold", min_width=12)
         table.add_column("verdict", no_wrap=True)
@@ -111,8 +124,45 @@ def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
     from gpufleet.scheduling import check_workloads
 
     cap, docs = read_inputs(manifests, nodes, pods)
-    return with_origin(docs, lambda: check_workloads(cap.nodes, cap.pods, cap.dra + [d.obj for d in docs],
-                                                     extended_resource_toleration=extended_resource_toleration))
+
+    def check() -> "CheckResult":
+        result = check_workloads(cap.nodes, cap.pods, cap.dra + [d.obj for d in docs],
+                                 extended_resource_toleration=extended_resource_toleration)
+        add_policy_findings(result, [d.obj for d in docs], cap.nodes)
+        return result
+
+    return with_origin(docs, check)
+
+
+def add_policy_findings(result: "CheckResult", objects: list, nodes: list) -> None:
+    """The policy pack's workload rules (gpufleet.validation.workload_policies) on every checked workload,
+    without a stack: a finding of a mandatory rule is an error (`reason: policy`, all its pods), of an
+    advisory one a warning. Resource names the nodes advertise are never wrong names. Entries stay in
+    input order, after the scheduler's own entry for the same workload."""
+    from gpufleet.scheduling.manifests import flatten, workload_of
+    from gpufleet.scheduling.result import Unschedulable, Warning
+    from gpufleet.validation.gpu_requests import DevicePluginFacts
+    from gpufleet.validation.workload_policies import MANDATORY, WorkloadFacts, workload_findings
+
+    advertised = frozenset(name for n in nodes for name in (*n.allocatable, *n.capacity))
+    facts = WorkloadFacts(devices=DevicePluginFacts(advertised=advertised))
+    order: dict[str, int] = {}
+    errors, warnings = [], []
+    for obj in flatten(objects):
+        w = workload_of(obj)
+        if w is None:
+            continue
+        order.setdefault(w.key, len(order))
+        for f in workload_findings(obj, facts):
+            if f.rule.level == MANDATORY:
+                errors.append(Unschedulable(w.key, "policy", w.replicas, f.text))
+            else:
+                warnings.append(Warning(w.key, f.text))
+    # Stable sorts: the engine's entries keep their order; a workload's findings follow its own entry.
+    for entries, found in ((result.unschedulable, errors), (result.warnings, warnings)):
+        if found:
+            entries += found
+            entries.sort(key=lambda e: order.get(e.workload, len(order)))
 
 
 def command(

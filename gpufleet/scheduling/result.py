@@ -37,10 +37,11 @@ class Blocked:
 @dataclass(frozen=True)
 class Unschedulable:
     """A workload that provably will not run: rejected by the API server, pods left Pending, or (`memory`)
-    a model that does not fit the GPU memory of any node it may land on."""
+    a model that does not fit the GPU memory of any node it may land on; or (`policy`) one that a mandatory
+    rule of the policy pack refuses (`message` starts with `[<policy name>]`)."""
 
     workload: str
-    reason: Literal["rejected", "pending", "memory"]
+    reason: Literal["rejected", "pending", "memory", "policy"]
     pending: int
     message: str
     blocked: Blocked | None = None
