@@ -23,6 +23,7 @@ from gpufleet.config.stack import StackConfig
 from gpufleet.render import gpu_stack as r
 from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
+from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 from gpufleet.render.workloads import namespace, workload_objects
 
 
@@ -84,7 +85,8 @@ class GpuStack(pulumi.ComponentResource):
             configs.append(self.sharing)
         mig = r.mig_configmap(cfg)
         if mig is not None:
-            extra = mig_manager_objects(ns_name) if cfg.mode == "standalone" else []
+            extra = (mig_manager_objects(ns_name, tolerations=with_pool_taints(MIG_MANAGER, cfg))
+                     if cfg.mode == "standalone" else [])
             self.mig = MigGeometry(f"{name}-mig", MigGeometryArgs(mig, extra, p, [ns]),
                                    pulumi.ResourceOptions(parent=self))
             configs.append(self.mig)

@@ -13,6 +13,7 @@ from gpufleet.config.stack import StackConfig
 from gpufleet.render import gpu_stack as r
 from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
+from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 from gpufleet.render.workloads import env_secret_name, namespace, notebook_token_secret_name, workload_objects
 
 #: values.yaml section per workload kind.
@@ -93,7 +94,7 @@ def chart_objects(cfg: StackConfig) -> list[ChartObject]:
         if mig is not None:
             objs.append(ChartObject(_file("ConfigMap", mig["metadata"]["name"]), mig, ".Values.migConfig.create"))
             if cfg.mode == "standalone":
-                for m in mig_manager_objects(ns):
+                for m in mig_manager_objects(ns, tolerations=with_pool_taints(MIG_MANAGER, cfg)):
                     objs.append(ChartObject(_file(m["kind"], m["metadata"]["name"]), m, ".Values.migManager.create"))
     for ns in cfg.namespaces():
         if ns not in seen_ns:

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from gpufleet.config._paths import NAMESPACE, config_error, yaml_path
 from gpufleet.config.model import memory_conflicts
-from gpufleet.config.rules import validate_references
+from gpufleet.config.rules import fact_warnings, validate_references
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
+from gpufleet.config.stack_warnings import stack_warnings
 from gpufleet.config.yaml_file import config_key_path, read_stack_document
 from gpufleet.config.workloads import WORKLOAD_KINDS
 from gpufleet.errors import ConfigIssue, InputError
@@ -92,6 +93,8 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     loaded = LoadedStack(stack, path.name, parse_sections(sections, path.name, secrets, project_dir), pulumi_config,
                          secret_keys)
     loaded.warnings += [f"{path.name}: {m}" for m in memory_conflicts(loaded.config.workloads)]
+    loaded.warnings += [i.render(path.name) for i in fact_warnings(loaded.config)]
+    loaded.warnings += [i.render(path.name) for i in stack_warnings(loaded.config)]
     for key in loaded.config.secret_config_keys():
         if key not in secrets:
             loaded.warnings.append(

@@ -59,3 +59,18 @@ class OperatorConfig(Model):
     """Use CDI for device injection (the chart default since v25.10)."""
     timeout_seconds: int = Field(default=900, ge=60, le=86400)
     """How long `pulumi up` waits for the release to become ready (driver builds take minutes)."""
+
+    def nvidia_runtime_is_default(self, set_as_default: bool | None) -> bool | None:
+        """Whether nvidia is containerd's default runtime on the GPU nodes (`cluster.runtime.setAsDefault`).
+
+        Unset, the toolkit this release deploys decides: with CDI on the operator passes it
+        NVIDIA_RUNTIME_SET_AS_DEFAULT=false (gpu-operator controllers/object_controls.go,
+        transformToolkitCtrForCDI); with CDI off it sets nothing and the toolkit's installer makes nvidia the
+        default (its --set-as-default defaults to true; nvidia-container-toolkit cmd/nvidia-ctk-installer).
+        None: the toolkit is off and setAsDefault unset, so the host's own config decides (unknown here).
+        """
+        if set_as_default is not None:
+            return set_as_default
+        if not self.toolkit.enabled:
+            return None
+        return not self.cdi

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from gpufleet.config._paths import yaml_path
 from gpufleet.config.aks_rules import check_aks
+from gpufleet.config.dra_prerequisite_rules import check_dra_prerequisites, dra_prerequisite_warnings
 from gpufleet.config.dra_rules import check_dra
 from gpufleet.config.node_pools import NodePool
+from gpufleet.config.sharing_rules import check_sharing_facts, sharing_warnings
 from gpufleet.config.stack import BUILTIN_GEOMETRIES, StackConfig
+from gpufleet.config.version_rules import check_versions, version_warnings
 from gpufleet.config.workload_rules import check_workload
 from gpufleet.errors import ConfigIssue
 from gpufleet.k8s_names import label_value_errors
@@ -28,7 +31,16 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues += check_dra(cfg)
     if cfg.cluster.aks is not None:
         issues += check_aks(cfg)
+    issues += check_versions(cfg)
+    issues += check_sharing_facts(cfg)
+    issues += check_dra_prerequisites(cfg)
     return issues
+
+
+def fact_warnings(cfg: StackConfig) -> list[ConfigIssue]:
+    """What NVIDIA's facts say may go wrong on the cluster but the config cannot settle (outside a validated
+    range, near an approximate floor, depending on the workload): warnings, never errors."""
+    return [*version_warnings(cfg), *sharing_warnings(cfg), *dra_prerequisite_warnings(cfg)]
 
 
 def _check_device_plugin(cfg: StackConfig) -> list[ConfigIssue]:

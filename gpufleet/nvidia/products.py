@@ -1,12 +1,15 @@
-"""GPU products gpufleet knows: the GFD product label, memory, compute capability and MIG table.
+"""GPU products gpufleet knows: the GFD product label, memory, compute capability, architecture and MIG table.
 
 `memory_mib` is what NVML reports as total memory (nvidia-smi's figure), which is what a whole-GPU
-workload can address. `mig_table` names an entry of `mig_profiles.TABLES` for MIG-capable parts.
+workload can address. `mig_table` names an entry of `mig_profiles.TABLES` for MIG-capable parts. The
+architecture facts (last driver branch, Volta MPS) are in `architectures.py`, keyed by `family`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from gpufleet.nvidia.architectures import ARCHITECTURES, Architecture
 
 
 #: SXM parts sit on NVIDIA HGX baseboards: 8 GPUs per board for A100 (HGX A100 8-GPU, DGX A100),
@@ -34,10 +37,21 @@ class GpuProduct:
     pci_device_id: str | None = None
     #: Most GPUs of this product one node can hold (see the HGX_* / PCIE_* constants for the sources).
     max_gpus_per_node: int = PCIE_SERVER_MAX
+    #: Oldest driver that drives this product, where NVIDIA documents one (below it: no GPU found).
+    min_driver: str | None = None
 
     @property
     def mig_capable(self) -> bool:
         return self.mig_table is not None
+
+    @property
+    def architecture(self) -> Architecture:
+        return ARCHITECTURES[self.family]
+
+    @property
+    def mps_supported(self) -> bool:
+        """Volta MPS, which the device plugin's MPS sharing (and the DRA driver's) configures."""
+        return self.architecture.volta_mps
 
     @property
     def mps_max_clients(self) -> int:
@@ -62,9 +76,15 @@ PRODUCTS: dict[str, GpuProduct] = {
         GpuProduct("NVIDIA-H100-PCIe", "NVIDIA-H100-PCIe", 81559, (9, 0), "hopper", "80GB", "0x2331"),
         GpuProduct("NVIDIA-H100-NVL", "NVIDIA-H100-NVL", 95830, (9, 0), "hopper", "H100-NVL", "0x2321"),
         GpuProduct("NVIDIA-H200", "NVIDIA-H200", 143771, (9, 0), "hopper", "H200", "0x2335", HGX_8),
-        GpuProduct("NVIDIA-B200", "NVIDIA-B200", 183359, (10, 0), "blackwell", "B200", "0x2901", HGX_8),
+        # gpu-operator platform-support.rst (v26.7.0): "HGX B200 requires a driver container version of
+        # 570.133.20 or later".
+        GpuProduct("NVIDIA-B200", "NVIDIA-B200", 183359, (10, 0), "blackwell", "B200", "0x2901", HGX_8,
+                   min_driver="570.133.20"),
         GpuProduct("NVIDIA-L4", "NVIDIA-L4", 23034, (8, 9), "ada-lovelace"),
         GpuProduct("NVIDIA-L40S", "NVIDIA-L40S", 46068, (8, 9), "ada-lovelace"),
+        # Pascal (NVML names "Tesla P100-PCIE-16GB", "Tesla P4"; memory as nvidia-smi reports it).
+        GpuProduct("Tesla-P100-PCIE-16GB", "Tesla-P100-PCIE-16GB", 16280, (6, 0), "pascal"),
+        GpuProduct("Tesla-P4", "Tesla-P4", 7611, (6, 1), "pascal"),
     ]
 }
 

@@ -24,6 +24,7 @@ from gpufleet.render.labels import (
     SHARING_CONFIGMAP,
     standard_labels,
 )
+from gpufleet.render import tolerations as tol
 
 NO_SHARING = "no-sharing"
 
@@ -167,6 +168,12 @@ def operator_values(cfg: StackConfig) -> dict[str, Any]:
         values["validator"] = {"plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
     if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
         values["daemonsets"] = {"annotations": {CONFIG_HASH_ANNOTATION: config_hash(cfg)}}
+    operands = tol.with_pool_taints(tol.OPERATOR_DAEMONSETS, cfg)  # every operand DaemonSet of the operator
+    if operands:
+        values.setdefault("daemonsets", {})["tolerations"] = operands
+    nfd_worker = tol.with_pool_taints(tol.OPERATOR_NFD_WORKER, cfg)
+    if op.nfd and nfd_worker:
+        values["node-feature-discovery"] = {"worker": {"tolerations": nfd_worker}}
     if cfg.uses_dra():
         # The DRA stack: a GPUCluster and no ClusterPolicy (the chart and the operator refuse both).
         values["clusterPolicy"] = {"deployCR": False}
@@ -194,8 +201,10 @@ def dra_driver_values(cfg: StackConfig) -> dict[str, Any]:
     """dra-driver-nvidia-gpu chart values (standalone mode, gpuAllocation dra). The GPU part of the driver
     needs `gpuResourcesEnabledOverride`: the chart refuses it otherwise because the device plugin could run
     on the same nodes; gpufleet installs no device plugin in a DRA stack (docs/dra.md)."""
+    plugin = tol.with_pool_taints(tol.DRA_KUBELET_PLUGIN, cfg)  # the kubelet plugin DaemonSet on GPU nodes
     return {"resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": cfg.dra_driver.compute_domains}},
-            "gpuResourcesEnabledOverride": True, **dra_driver_settings(cfg, operator=False)}
+            "gpuResourcesEnabledOverride": True, **dra_driver_settings(cfg, operator=False),
+            **({"kubeletPlugin": {"tolerations": plugin}} if plugin else {})}
 
 
 def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
@@ -207,8 +216,14 @@ def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
     if sharing_config_data(cfg):
         values["config"] = {"name": SHARING_CONFIGMAP, "default": default_sharing_key(cfg)}
     values["gfd"] = {"enabled": dp.gfd}
+    nfd_worker = tol.with_pool_taints(tol.DEVICE_PLUGIN_NFD_WORKER, cfg)
     if not dp.nfd:
         values["nfd"] = {"enabled": False}
+    elif nfd_worker:
+        values["nfd"] = {"worker": {"tolerations": nfd_worker}}
+    daemons = tol.with_pool_taints(tol.DEVICE_PLUGIN, cfg)  # the plugin, GFD and MPS control daemon DaemonSets
+    if daemons:
+        values["tolerations"] = daemons
     if sharing_config_data(cfg) or mig_geometries_in_use(cfg):
         values["podAnnotations"] = {CONFIG_HASH_ANNOTATION: config_hash(cfg)}
     if runs_own_mig_manager(cfg):

@@ -23,6 +23,7 @@ from gpufleet.render.labels import (
     selector_labels,
     standard_labels,
 )
+from gpufleet.render.tolerations import MIG_MANAGER
 
 NAME = "nvidia-mig-manager"
 #: Mount points inside the container (the operator's layout).
@@ -84,7 +85,8 @@ def _env(gpu_clients_namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def mig_manager_daemonset(namespace: str, gpu_clients_namespace: str) -> dict[str, Any]:
+def mig_manager_daemonset(namespace: str, gpu_clients_namespace: str,
+                          tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     labels = {**standard_labels(NAME, "mig-manager"), "app": NAME}
     container = {
         "name": NAME, "image": versions.MIG_MANAGER_IMAGE, "imagePullPolicy": "IfNotPresent",
@@ -109,7 +111,7 @@ def mig_manager_daemonset(namespace: str, gpu_clients_namespace: str) -> dict[st
                     "serviceAccountName": NAME, "hostPID": True, "hostIPC": True,
                     "priorityClassName": "system-node-critical",
                     "nodeSelector": {MIG_MANAGER_DEPLOY_LABEL: "true"},
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "tolerations": tolerations or [dict(t) for t in MIG_MANAGER],
                     "containers": [container],
                     "volumes": [
                         {"name": "host-sys", "hostPath": {"path": "/sys", "type": "Directory"}},
@@ -124,12 +126,15 @@ def mig_manager_daemonset(namespace: str, gpu_clients_namespace: str) -> dict[st
     }
 
 
-def mig_manager_objects(namespace: str, gpu_clients_namespace: str | None = None) -> list[dict[str, Any]]:
+def mig_manager_objects(namespace: str, gpu_clients_namespace: str | None = None,
+                        tolerations: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """ServiceAccount, RBAC, the GPU-clients ConfigMap and the DaemonSet, in creation order.
 
     `gpu_clients_namespace`: where the device plugin and GFD run (default: the mig-manager's namespace).
+    `tolerations`: the DaemonSet's (default MIG_MANAGER: nvidia.com/gpu only); callers pass
+    `tolerations.with_pool_taints(MIG_MANAGER, cfg)`, which adds the stack's pool taints.
     """
     labels = standard_labels(NAME, "mig-manager")
     sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "namespace": namespace, "labels": labels}}
     return [sa, *_rbac(namespace, labels), gpu_clients_configmap(namespace),
-            mig_manager_daemonset(namespace, gpu_clients_namespace or namespace)]
+            mig_manager_daemonset(namespace, gpu_clients_namespace or namespace, tolerations)]

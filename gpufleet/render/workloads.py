@@ -33,6 +33,18 @@ def gpu_resource(cfg: StackConfig, w) -> str | None:
     return workload_resource(cfg.device_plugin.mig_strategy, w.gpu.profile, w.gpu.shared, rename)
 
 
+def runtime_class_name(cfg: StackConfig, w) -> str | None:
+    """The RuntimeClass a GPU workload's pods must name, or None. With CDI off the device plugin hands a
+    container its GPUs through NVIDIA_VISIBLE_DEVICES, which only the nvidia runtime acts on; where that
+    runtime is not containerd's default (setAsDefault false), a pod without it runs under runc and sees no
+    GPU. The operator creates the RuntimeClass (its `operator.runtimeClass` value, cluster.runtime.runtimeClass)."""
+    if cfg.mode != "operator" or cfg.operator.cdi or gpu_resource(cfg, w) is None:
+        return None
+    if cfg.operator.nvidia_runtime_is_default(cfg.cluster.runtime.set_as_default) is False:
+        return cfg.cluster.runtime.runtime_class
+    return None
+
+
 def _probe(p: Probe | None) -> dict[str, Any] | None:
     if p is None:
         return None
@@ -105,7 +117,10 @@ def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[s
         annotations[EXPECTED_GPU_MEMORY_ANNOTATION] = str(w.gpu.memory_mib)
     if annotations:
         meta["annotations"] = annotations
-    spec: dict[str, Any] = {**spec_extra, **_placement(cfg, w), "containers": [container]}
+    spec: dict[str, Any] = {**spec_extra, **_placement(cfg, w)}
+    if runtime_class_name(cfg, w) is not None:
+        spec["runtimeClassName"] = runtime_class_name(cfg, w)
+    spec["containers"] = [container]
     if pod_claims(w):
         spec["resourceClaims"] = pod_claims(w)
     if w.image_pull_secrets:
