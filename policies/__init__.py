@@ -19,15 +19,18 @@ from policies import (
     no_driver_hostpath,
     no_visible_devices_bypass,
     pinned_versions,
+    preinstalled_driver,
     public_loadbalancer,
     runtime_paths,
     sharing_config_valid,
+    stack_matches_nodes,
 )
 
 PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
            no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
-           gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate, dra_device_class_exists)
+           gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate, dra_device_class_exists,
+           stack_matches_nodes, preinstalled_driver)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

@@ -1,6 +1,6 @@
 """runtime-paths: the container toolkit writes to the containerd that the GPU nodes really run.
 
-The distribution is read from the nodes (`status.nodeInfo.kubeletVersion` ends in `+k3s` / `+rke2`;
+The distribution is read from the nodes (`status.nodeInfo.kubeletVersion` says `+k3s` / `+rke2` / `+k0s`;
 MicroK8s nodes carry `microk8s.io/*` or `node.kubernetes.io/microk8s-*` labels), taken from a saved
 node list or a kubeconfig named in the policy config; without one, the stack's declared
 `cluster.runtime.preset` is what the gpu-operator release's `toolkit.env` must match.
@@ -13,7 +13,9 @@ from pathlib import Path
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
-from gpufleet.nvidia.runtime_presets import DEFAULT_CONTAINERD_CONFIG, DEFAULT_CONTAINERD_SOCKET, PRESETS
+from gpufleet.nvidia.runtime_presets import (
+    DEFAULT_CONTAINERD_CONFIG, DEFAULT_CONTAINERD_SOCKET, PRESETS, distribution_of,
+)
 from policies._common import PACK_DIR, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, config_of, dig, stack_config_for
 
 #: Config paths a distribution may legitimately use beyond its preset (RKE2's own config and templates).
@@ -21,20 +23,13 @@ EXTRA_CONFIG_PREFIXES = {"rke2": ("/var/lib/rancher/rke2/",), "containerd": (DEF
 
 
 def distro_of_node(node: dict) -> str | None:
-    """k3s, rke2, microk8s, containerd (vanilla), or None (another runtime) for a Node object or capacity entry."""
+    """k3s, rke2, k0s, microk8s, containerd (vanilla), or None (another runtime) for a Node object or capacity
+    entry (gpufleet.nvidia.runtime_presets.distribution_of)."""
     info = dig(node, "status", "nodeInfo") or {}
     kubelet = info.get("kubeletVersion") or node.get("kubeletVersion") or ""
     runtime = info.get("containerRuntimeVersion") or node.get("containerRuntime") or ""
     labels = dig(node, "metadata", "labels") or node.get("labels") or {}
-    if "+k3s" in kubelet:
-        return "k3s"
-    if "+rke2" in kubelet:
-        return "rke2"
-    if any(k.startswith("microk8s.io/") or k.startswith("node.kubernetes.io/microk8s-") for k in labels):
-        return "microk8s"
-    if runtime.startswith("containerd://") or not runtime:
-        return "containerd"
-    return None
+    return distribution_of(kubelet, runtime, labels)
 
 
 def _is_gpu_node(node: dict) -> bool:

@@ -23,6 +23,10 @@ def command(
         None, "--policy-pack-config", help="Policy pack config JSON (as pulumi's). Default: "
         "policies/config.<stack>.json if present, else derived from the stack."),
     no_policies: bool = typer.Option(False, "--no-policies", help="Do not run the policy pack."),
+    nodes: Path | None = typer.Option(
+        None, "--nodes", help="The real nodes (`kubectl get nodes -o json` output, or a capacity.json of `gpufleet "
+        "discover`): the pack checks the runtime preset, the host driver, selector labels and pool products "
+        "against them."),
 ) -> None:
     """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
     Then run the policy pack (policies/) over it as `pulumi preview --policy-pack` would; exit 1 on a
@@ -34,6 +38,8 @@ def command(
     protected = protected_dirs(project_dir)
     if out is not None:
         check_target(out, protected)  # fail before planning; checked again when writing
+    if nodes is not None:
+        _check_nodes_file(nodes, no_policies)
 
     from gpufleet.planning.policies import PolicyStep  # light: no Pulumi yet
 
@@ -41,7 +47,7 @@ def command(
         # The pack's config is checked first; then the pack starts and imports while this process imports
         # Pulumi and runs the program.
         step = None if no_policies else running.enter_context(
-            PolicyStep(project_dir, stack, policy_pack_config))
+            PolicyStep(project_dir, stack, policy_pack_config, nodes))
 
         from gpufleet.config.loading import load_stack
         from gpufleet.planning.engine import run_program
@@ -64,3 +70,15 @@ def command(
     if out is not None:
         files = write_plan(plan, out, protected)
         typer.echo(f"Wrote {files[0]} and {len(files) - 1} manifests under {out / 'manifests'}")
+
+
+def _check_nodes_file(nodes: Path, no_policies: bool) -> None:
+    """`--nodes` is read as `gpufleet check` reads it, before anything runs (InputError: exit 2, one line per
+    problem); its checks are the pack's, so it needs the pack."""
+    from gpufleet.capacity.files import load_capacity
+    from gpufleet.errors import InputError
+
+    if no_policies:
+        raise InputError("--nodes: the checks against the nodes are policies of the pack; drop --no-policies "
+                         "to make them")
+    load_capacity(nodes, None)

@@ -11,7 +11,7 @@ from gpufleet.config.k8s_types import ObjectName
 from gpufleet.config.aks import AksConfig
 from gpufleet.nvidia.runtime_presets import PRESETS
 
-RuntimePresetName = Literal["containerd", "k3s", "rke2", "microk8s"]
+RuntimePresetName = Literal["containerd", "k3s", "rke2", "k0s", "microk8s"]
 
 
 class RuntimeConfig(Model):
@@ -21,7 +21,7 @@ class RuntimeConfig(Model):
     """
 
     preset: RuntimePresetName = "containerd"
-    """Distribution preset: containerd (vanilla), k3s, rke2 or microk8s. Defaults to containerd."""
+    """Distribution preset: containerd (vanilla), k3s, rke2, k0s or microk8s. Defaults to containerd."""
     config_path: str | None = None
     """Host path of containerd's top-level config (CONTAINERD_CONFIG). Defaults to the preset's."""
     socket: str | None = None

@@ -18,6 +18,11 @@ from gpufleet.errors import InputError
 LEVELS = ("advisory", "mandatory", "disabled", "remediate")
 #: Config keys (of any policy) that name a file the pack will read; relative to the project directory.
 FILE_KEYS = ("nodesFile", "podsFile", "kubeconfig")
+#: The pack's policies that check the stack against the real nodes; `plan --nodes FILE` gives them the file.
+NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver")
+NOT_CHECKED_AGAINST_NODES = ("not checked against nodes: pass --nodes FILE (`kubectl get nodes -o json` or a "
+                             "capacity.json of `gpufleet discover`) to check the runtime preset, the host driver, "
+                             "selector labels and pool products")
 
 
 class PackConfigError(InputError):
@@ -85,6 +90,29 @@ def config_problems(doc: dict[str, Any], project_dir: Path) -> list[str]:
             if not path.is_file():
                 problems.append(f"{name}.{key}: no such file {path}")
     return problems
+
+
+def with_nodes_file(doc: dict[str, Any], nodes: Path) -> dict[str, Any]:
+    """The pack config with `nodes` as the node source of every node-facts policy (a level given as a string
+    stays the policy's level; a kubeconfig source it had gives way to the file)."""
+    out = dict(doc)
+    for name in NODE_FACTS_POLICIES:
+        entry = out.get(name)
+        settings = {"enforcementLevel": entry} if isinstance(entry, str) else dict(entry or {})
+        settings.pop("kubeconfig", None)
+        settings.pop("context", None)
+        out[name] = {**settings, "nodesFile": str(nodes)}
+    return out
+
+
+def checked_against_nodes(doc: dict[str, Any]) -> bool:
+    """Whether the pack will check the stack against real nodes: stack-matches-nodes has a node source, or is
+    disabled (then there is nothing to say)."""
+    entry = doc.get(NODE_FACTS_POLICIES[0])
+    level = entry if isinstance(entry, str) else entry.get("enforcementLevel") if isinstance(entry, dict) else None
+    if (level or doc.get("all")) == "disabled":
+        return True
+    return isinstance(entry, dict) and bool(entry.get("nodesFile") or entry.get("kubeconfig"))
 
 
 def check_against_pack(doc: dict[str, Any], source: str, schemas: dict[str, dict[str, Any]]) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from gpufleet.planning.pack_config import NOT_CHECKED_AGAINST_NODES, checked_against_nodes, with_nodes_file
 from gpufleet.planning.policy_client import (
     PolicyPackProcess, PolicyReport, analyze_plan, default_pack_config_path, load_pack_config, start_pack,
 )
@@ -52,12 +53,14 @@ class PolicyStep:
     before the program runs (so a bad config costs nothing and the pack starts up meanwhile); `run` then
     analyzes the plan. A context manager: the process always ends."""
 
-    def __init__(self, project_dir: Path, stack: str, config_file: Path | None):
+    def __init__(self, project_dir: Path, stack: str, config_file: Path | None, nodes_file: Path | None = None):
         self.project_dir = project_dir
         self.pack_dir = pack_dir_for(project_dir)
         path = config_file or default_pack_config_path(self.pack_dir, stack)
         self.config_source = str(path) if path else "policy pack config"
         self.config = load_pack_config(path, project_dir) if path else {}
+        if nodes_file is not None:  # `plan --nodes`: the node-facts policies check the stack against these nodes
+            self.config = with_nodes_file(self.config, nodes_file.resolve())
         self.process: PolicyPackProcess = start_pack(self.pack_dir, project_dir, stack)
 
     def __enter__(self) -> "PolicyStep":
@@ -71,6 +74,8 @@ class PolicyStep:
         report = analyze_plan(plan, self.pack_dir, self.project_dir, self.config, process=self.process,
                               config_source=self.config_source)
         print_report(report)
+        if not checked_against_nodes(self.config):
+            typer.echo(NOT_CHECKED_AGAINST_NODES)
         if report.mandatory:
             # SystemExit, not typer.Exit: the CLI runs typer with standalone_mode=False, which turns typer.Exit
             # into a return value that main() does not use (gpufleet check does the same).

@@ -35,6 +35,8 @@ def test_documented_defaults():
     ("k3s", [{"name": "CONTAINERD_CONFIG", "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"},
              {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"}]),
     ("rke2", [{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"}]),
+    ("k0s", [{"name": "CONTAINERD_CONFIG", "value": "/etc/k0s/containerd.d/nvidia.toml"},
+             {"name": "CONTAINERD_SOCKET", "value": "/run/k0s/containerd.sock"}]),
     ("microk8s", [{"name": "CONTAINERD_CONFIG", "value": "/var/snap/microk8s/current/args/containerd-template.toml"},
                   {"name": "CONTAINERD_SOCKET", "value": "/var/snap/microk8s/common/run/containerd.sock"},
                   {"name": "RUNTIME_CONFIG_SOURCE", "value": "file=/var/snap/microk8s/current/args/containerd.toml"}]),

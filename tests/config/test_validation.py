@@ -36,7 +36,7 @@ CASES = [
     pytest.param(lambda s: s.update(bogus=1), "gpufleet:bogus", "unknown key; allowed: version, mode", id="unknown top-level key"),
     pytest.param(lambda s: s.update(version="v2"), "gpufleet:version", "'v1alpha1'", id="unsupported config version"),
     pytest.param(lambda s: s.update(cluster={"runtime": {"preset": "docker"}}), "gpufleet:cluster.runtime.preset",
-                 "'containerd', 'k3s', 'rke2' or 'microk8s'", id="unknown runtime preset"),
+                 "'containerd', 'k3s', 'rke2', 'k0s' or 'microk8s'", id="unknown runtime preset"),
     pytest.param(lambda s: s.update(devicePlugin={"migStrategy": "dual"}), "gpufleet:devicePlugin.migStrategy",
                  "'none', 'single' or 'mixed'", id="unknown mig strategy"),
     pytest.param(lambda s: s["workloads"][0].update(replica=2), "gpufleet:workloads[0].replica",
