@@ -174,7 +174,7 @@ def command(
         "--extended-resource-toleration",
         help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
 ) -> None:
-    """Check that every GPU workload in MANIFESTS will be accepted and scheduled. Exit 0 fits, 1 not, 2 bad input."""
+    """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled. Exit 0 fits, 1 not, 2 bad input."""
     try:
         result = run_check(manifests, nodes, pods, extended_resource_toleration)
     except GpufleetError as e:
