@@ -30,7 +30,9 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     nodes = snap.nodes
     eligible = outcome.blocked
     if eligible is None or not len(eligible):
-        return None  # no node passes its filters: the FailedScheduling text says which and why
+        # No node passes its filters: the FailedScheduling text says which filter; a label no node carries
+        # is the common cause worth naming (a product spelled as no GFD writes it, a pool label never set).
+        return shape.memo("unmatched", lambda: _unmatched_labels(workloads[index], nodes))
     mask = shape.eligible
     holders = run.holders(shape)
     held = holders.before(index, LISTED)  # earlier workloads only: later ones cannot have taken its room
@@ -97,6 +99,32 @@ def _capacity_fix(w: PodWorkload, outcome, need: str) -> str:
     field = w.counts[0][0] if w.counts else "the pod count"
     fewer = f"set {field} of {w.key} to {outcome.placed}" if outcome.placed else f"make {w.key} ask for less"
     return f"{fewer}, or add nodes it may use: {outcome.pending} more pod(s) need {need} each"
+
+
+def _unmatched_labels(w: PodWorkload, nodes: Sequence[Node]) -> Blocked | None:
+    """The nodeSelector entries (and required node affinity `In` values) that no node carries at all."""
+    import difflib
+
+    wanted = [(k, [str(v)]) for k, v in (w.spec.get("nodeSelector") or {}).items()]
+    required = ((((w.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                 .get("requiredDuringSchedulingIgnoredDuringExecution")) or {}).get("nodeSelectorTerms") or ()
+    if len(required) == 1:  # with several terms (ORed) no single one is required
+        wanted += [(e.get("key"), [str(v) for v in e.get("values") or ()])
+                   for e in required[0].get("matchExpressions") or () if e.get("operator") == "In"]
+    for key, values in wanted:
+        carried = sorted({n.labels[key] for n in nodes if key in n.labels})
+        if any(v in carried for v in values):
+            continue
+        asked = " or ".join(f"{key}={v}" for v in values)
+        if not carried:
+            return Blocked(f"no node has the label {key} (asked: {asked})",
+                           f"select a label the nodes carry, or label the nodes {key}")
+        close = [m for v in values for m in difflib.get_close_matches(v, carried, n=1, cutoff=0.6)]
+        shown = ", ".join(carried[:8]) + (f" and {len(carried) - 8} more" if len(carried) > 8 else "")
+        fix = (f"select {key}: {close[0]} (the value the nodes carry)" if close else
+               f"select one of the values the nodes carry, or label the nodes {asked}")
+        return Blocked(f"no node has {asked}; the nodes carry {key}: {shown}", fix)
+    return None
 
 
 def _describe(nodes: Sequence[Node], eligible: np.ndarray) -> str:

@@ -109,3 +109,18 @@ def test_the_same_input_gives_the_same_answer_whatever_the_hash_seed(tmp_path):
         assert run.returncode in (0, 1), run.stderr
         outs.append(run.stdout)
     assert outs[0] == outs[1] and json.loads(outs[0])["checked"]
+
+
+def test_a_product_label_no_node_carries_is_named_with_the_spelling_the_nodes_use():
+    nodes = [node(f"a100-{i}", 8, labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}) for i in range(2)]
+    nodes.append(node("t4-0", 1, labels={"nvidia.com/gpu.product": "Tesla-T4"}))
+    spec = pod_spec(container(limits={"nvidia.com/gpu": 1}), nodeSelector={"nvidia.com/gpu.product": "A100-SXM4-40GB"})
+    (u,) = check_workloads(nodes, [], [deployment("train", 1, spec)]).unschedulable
+    assert u.message == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    assert u.blocked.summary == ("no node has nvidia.com/gpu.product=A100-SXM4-40GB; the nodes carry "
+                                 "nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB, Tesla-T4")
+    assert u.blocked.fix == "select nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB (the value the nodes carry)"
+    # a key no node has at all
+    spec = pod_spec(container(limits={"nvidia.com/gpu": 1}), nodeSelector={"pool": "gpu"})
+    (u,) = check_workloads(nodes, [], [deployment("train", 1, spec)]).unschedulable
+    assert u.blocked.summary == "no node has the label pool (asked: pool=gpu)"
