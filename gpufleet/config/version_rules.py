@@ -12,7 +12,8 @@ from gpufleet.nvidia import dra_prerequisites as dra_req
 from gpufleet.nvidia import operator_support as support
 from gpufleet.nvidia.architectures import driver_branch, driver_version
 from gpufleet.nvidia.products import find_product
-from gpufleet.nvidia.versions import DRIVER_VERSION, GPU_OPERATOR_VERSION
+from gpufleet.nvidia.versions import (DEVICE_PLUGIN_VERSION, DRA_DRIVER_VERSION, DRIVER_VERSION,
+                                      GPU_OPERATOR_VERSION)
 
 _DRIVER = _p("operator", "driver", "version")
 _CHART = _p("operator", "chartVersion")
@@ -23,7 +24,30 @@ def check_versions(cfg: StackConfig) -> list[ConfigIssue]:
 
 
 def version_warnings(cfg: StackConfig) -> list[ConfigIssue]:
-    return [*_driver_vs_operator(cfg), *_operator_vs_kubernetes(cfg, errors=False), *_dra_kubernetes_patch(cfg)]
+    return [*_driver_vs_operator(cfg), *_operator_vs_kubernetes(cfg, errors=False), *_dra_kubernetes_patch(cfg),
+            *_unwritten_chart_versions(cfg)]
+
+
+def _unwritten_chart_versions(cfg: StackConfig) -> list[ConfigIssue]:
+    """A chart version other than the one gpufleet writes values for: Helm ignores a key the chart does not
+    know, so a renamed or moved setting does not apply, and nothing says so."""
+    charts = []
+    if cfg.mode == "operator":
+        charts.append((_CHART, "gpu-operator", cfg.operator.chart_version, GPU_OPERATOR_VERSION))
+    elif cfg.mode == "standalone":
+        if cfg.gpu_allocation == "devicePlugin":
+            charts.append((_p("devicePlugin", "chartVersion"), "nvidia-device-plugin",
+                           cfg.device_plugin.chart_version, DEVICE_PLUGIN_VERSION))
+        else:
+            charts.append((_p("draDriver", "chartVersion"), "dra-driver-nvidia-gpu", cfg.dra_driver.chart_version,
+                           DRA_DRIVER_VERSION))
+    return [ConfigIssue(path, (
+        f"gpufleet writes its values for {chart} {pinned} (every key checked against that chart); {chart} "
+        f"'{version}' may name or nest them differently, and Helm ignores a key a chart does not know, so a "
+        f"setting such as the toolkit's containerd paths or the DaemonSets' tolerations may silently not apply "
+        f"on the cluster; fix: chartVersion {pinned}, or render '{version}' with `gpufleet charts` and "
+        f"`helm template` and compare before deploying"))
+        for path, chart, version, pinned in charts if version.lstrip("v") != pinned.lstrip("v")]
 
 
 def _installed_driver(cfg: StackConfig) -> tuple[str, int, str] | None:

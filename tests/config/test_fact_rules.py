@@ -178,3 +178,14 @@ def test_the_warnings_reach_the_loaded_stack_with_the_file_name(tmp_path):
     warnings = load_stack("ts", tmp_path).warnings
     assert any(w.startswith("Pulumi.ts.yaml: gpufleet:devicePlugin.sharingProfiles.s.replicas: 48 MPS replicas")
                for w in warnings), warnings
+
+
+def test_a_chart_version_gpufleet_does_not_write_values_for_is_a_warning_at_its_path():
+    found = warnings_of(stack(operator={"chartVersion": "v25.10.1"}))
+    (w,) = [w for w in found if w.startswith("gpufleet:operator.chartVersion: gpufleet writes")]
+    assert "gpu-operator v26.7.0" in w and "'v25.10.1'" in w and "Helm ignores a key a chart does not know" in w
+    assert "fix: chartVersion v26.7.0" in w
+    standalone = stack(mode="standalone", devicePlugin={"chartVersion": "0.17.0"})
+    assert any(w.startswith("gpufleet:devicePlugin.chartVersion: gpufleet writes its values for "
+                            "nvidia-device-plugin 0.20.0") for w in warnings_of(standalone))
+    assert not [w for w in warnings_of(stack()) if "gpufleet writes its values" in w]  # the pinned charts
