@@ -1,8 +1,8 @@
 """gpufleet's verdicts against recorded runs of the real kube-scheduler v1.34.1 on generated fleets.
 
 Each fixture in tests/fixtures/oracle/ holds a fleet's generator parameters (tests/scheduling/oracle_fleets.py
-rebuilds it exactly; the digest of the files the runs were made on is checked) and five runs of the real
-scheduler (in-process over a fake clientset, default profile) on it, to know its own spread: per workload, pods scheduled and pending
+rebuilds it exactly; the digest of the files the runs were made on is checked) and three to five runs of the
+real scheduler (in-process over a fake clientset, default profile) on it, to know its own spread: per workload, pods scheduled and pending
 and the FailedScheduling message. The fixtures were recorded with scripts/record_oracle.py; the suite never
 runs the scheduler itself.
 
@@ -46,5 +46,5 @@ def test_verdicts_follow_the_real_scheduler(path, tmp_path):
 def test_the_fixtures_cover_the_issue_shapes():
     shapes = {json.loads(p.read_text())["generator"]["shape"] for p in FIXTURES}
     sizes = {json.loads(p.read_text())["generator"]["nodes"] for p in FIXTURES}
-    assert {"mixed", "l4-trap", "cpu-bound", "mig"} <= shapes and max(sizes) >= 2000
+    assert {"mixed", "l4-trap", "cpu-bound", "mig"} <= shapes and max(sizes) >= 5000
     assert all(len(json.loads(p.read_text())["runs"]) >= 3 for p in FIXTURES)
