@@ -12,24 +12,22 @@ import os
 from collections.abc import Mapping
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from pulumi_policy.proxy import UnknownValueError
 
-#: Resource type -> the path from its props to the pod spec.
-POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "kubernetes:core/v1:Pod": ("spec",),
-    "kubernetes:core/v1:ReplicationController": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:Deployment": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:StatefulSet": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:DaemonSet": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:ReplicaSet": ("spec", "template", "spec"),
-    "kubernetes:batch/v1:Job": ("spec", "template", "spec"),
-    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
+# Quantities and where pod specs sit are shared with `gpufleet check` (gpufleet.validation).
+from gpufleet.validation.gpu_requests import quantity, shown  # noqa: F401  (re-exported to the policies)
+from gpufleet.validation.workload_policies import POD_SPEC_PATHS as KIND_POD_SPEC_PATHS
+
+#: Resource type -> the path from its props to the pod spec (the kinds gpufleet.validation reads manifests of).
+_API_GROUPS = {"Pod": "core/v1", "ReplicationController": "core/v1", "Deployment": "apps/v1",
+               "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1",
+               "CronJob": "batch/v1"}
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {f"kubernetes:{_API_GROUPS[kind]}:{kind}": path
+                                              for kind, path in KIND_POD_SPEC_PATHS.items()}
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 CONFIGMAP_TYPE = "kubernetes:core/v1:ConfigMap"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
@@ -89,31 +87,6 @@ def describe(resource_type: str, props: Any, name: str = "") -> str:
     obj = meta.get("name") or name
     ns = meta.get("namespace")
     return f"{kind_of(resource_type)} {ns + '/' if ns else ''}{obj}"
-
-
-def quantity(value: Any) -> Decimal | None:
-    """A Kubernetes quantity ('2', '500m', 2.0, '1Gi') as a Decimal; None when it does not parse."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    m = re.fullmatch(r"\s*([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\s*", str(value))
-    if not m:
-        return None
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    scale = {None: 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-             "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-    return number * Decimal(scale[m.group(2)])
-
-
-def shown(value: Any) -> str:
-    """A quantity as the user wrote it, without the float noise of the wire (2.0 -> 2)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def each_known(items: Iterable[Any], fn: Callable[[Any], None]) -> list[str]:
