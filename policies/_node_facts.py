@@ -48,6 +48,19 @@ def has_node_source(config: dict) -> bool:
     return bool(config.get("nodesFile") or config.get("kubeconfig"))
 
 
+def stack_for_nodes(args):
+    """(policy config, stack ref, stack config) of a node-facts policy's run, or None when there is nothing to
+    check: no node source configured, no resources, or no readable stack."""
+    from policies._common import config_of, load_stack_config, stack_ref
+
+    config = config_of(args)
+    if not has_node_source(config) or not args.resources:
+        return None
+    ref = stack_ref(config, args.resources[0].urn)
+    cfg = load_stack_config(ref)
+    return None if cfg is None else (config, ref, cfg)
+
+
 def load_nodes(config: dict, ref) -> tuple[list[Node], bool]:
     """The real nodes named by the policy config, and whether their labels are the cluster's (False for a
     capacity.json that `gpufleet discover --nvml` wrote from one machine's GPUs: no Kubernetes labels).

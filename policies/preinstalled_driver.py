@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from policies._common import STACK_CONFIG_PROPERTIES, config_of, load_stack_config, stack_ref
+from policies._common import STACK_CONFIG_PROPERTIES
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, has_node_source, load_nodes, names, planned_labels, views,
+    NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, load_nodes, names, planned_labels, stack_for_nodes, views,
 )
 
 DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
@@ -41,12 +41,11 @@ def host_driver_evidence(node) -> str | None:
 
 
 def validate(args: StackValidationArgs, report_violation) -> None:
-    config = config_of(args)
-    if not has_node_source(config) or not args.resources:
+    found_stack = stack_for_nodes(args)
+    if found_stack is None:
         return
-    ref = stack_ref(config, args.resources[0].urn)
-    cfg = load_stack_config(ref)
-    if cfg is None or cfg.mode != "operator" or not cfg.operator.driver.enabled:
+    config, ref, cfg = found_stack
+    if cfg.mode != "operator" or not cfg.operator.driver.enabled:
         return
     try:
         found, _ = load_nodes(config, ref)

@@ -17,14 +17,11 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationA
 from gpufleet.nvidia.products import find_product
 from gpufleet.nvidia.runtime_presets import distribution_of
 from policies import _placement as placement
-from policies._common import (
-    POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, config_of, dig, each_known, load_stack_config, pod_spec,
-    stack_ref,
-)
+from policies._common import POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, dig, each_known, pod_spec
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, PRODUCT_LABEL, CapacityUnavailable, base_product, gpu_nodes, has_node_source,
-    load_nodes, names, observed_product, planned_labels, planned_product, pool_members, product_key, runs_gfd,
-    shows_gpu, views,
+    NODE_FACTS_PROPERTIES, PRODUCT_LABEL, CapacityUnavailable, base_product, gpu_nodes, load_nodes, names,
+    observed_product, planned_labels, planned_product, pool_members, product_key, runs_gfd, shows_gpu,
+    stack_for_nodes, views,
 )
 from policies.runtime_paths import problems as path_problems
 
@@ -177,13 +174,10 @@ def pool_product_problems(cfg, where: str, nodes) -> list[str]:
 
 
 def validate(args: StackValidationArgs, report_violation) -> None:
-    config = config_of(args)
-    if not has_node_source(config) or not args.resources:
+    found_stack = stack_for_nodes(args)
+    if found_stack is None:
         return
-    ref = stack_ref(config, args.resources[0].urn)
-    cfg = load_stack_config(ref)
-    if cfg is None:
-        return
+    config, ref, cfg = found_stack
     try:
         found, labelled = load_nodes(config, ref)
     except CapacityUnavailable as e:
