@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gpufleet.scheduling.pod_constraints import PodConstraints
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+_MAX = np.maximum.reduce  # the ufunc itself: ndarray.max() adds a Python wrapper per call
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
 
@@ -177,6 +178,28 @@ def window_scores(shape: PodShape, window: np.ndarray, base: np.ndarray) -> np.n
     return base
 
 
+class Landed:
+    """Every pod's node in one run, in placement order (a growing array: the changes since a point are a view)."""
+
+    __slots__ = ("nodes", "count")
+
+    def __init__(self) -> None:
+        self.nodes = np.zeros(1024, dtype=np.int64)
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def extend(self, nodes: list[int]) -> None:
+        if self.count + len(nodes) > len(self.nodes):
+            self.nodes = np.concatenate((self.nodes, np.zeros(max(len(self.nodes), len(nodes)), dtype=np.int64)))
+        self.nodes[self.count:self.count + len(nodes)] = nodes
+        self.count += len(nodes)
+
+    def since(self, at: int) -> np.ndarray:
+        return self.nodes[at:self.count]
+
+
 class Kept:
     """One pod shape's feasibility and own scores over all nodes, kept within a run between its workloads and
     brought up to date from the nodes pods landed on since (capacity only shrinks, so a node that stopped
@@ -191,12 +214,13 @@ class Kept:
         self.base[at] = base_scores(snap, shape, at)  # an infeasible node is never scored
         self.seen = seen
 
-    def refresh(self, snap: Snapshot, shape: PodShape, landed: list[int]) -> None:
+    def refresh(self, snap: Snapshot, shape: PodShape, landed: Landed) -> None:
         """`landed`: every pod's node in placement order; those after `seen` changed."""
         if len(landed) > self.seen:
-            changed = np.unique(np.array(landed[self.seen:], dtype=np.int64))
-            changed = changed[self.feasible[changed]]
+            changed = landed.since(self.seen)
+            changed = changed[self.feasible[changed]]  # a node that did not fit never fits again
             if len(changed):
+                changed = np.unique(changed)
                 still = shape.fits_mask(snap, changed)[0]
                 self.feasible[changed] = still
                 kept = changed[still]
@@ -207,7 +231,7 @@ class Kept:
 
 def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, rng: random.Random,
                       on_tie: Callable[[np.ndarray], None], kept: Kept | None = None,
-                      landed: list[int] | None = None) -> tuple[list[int], Cycle | None, int]:
+                      landed: Landed | None = None) -> tuple[list[int], Cycle | None, int]:
     """`count` pods of one shape, one cycle each, placed as they are chosen: (their nodes, the cycle that
     left one Pending or None, the next start index). The same as `schedule_one` per pod; the per-node scores
     that do not depend on the other scored nodes are kept (`kept`, refreshed from `landed`, the run's pods'
@@ -215,9 +239,10 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
     n = snap.n
     if n == 0:
         return [], schedule_one(snap, shape, start, rng), start
+    landed = Landed() if landed is None else landed
     if kept is None:
-        kept = Kept(snap, shape, len(landed or ()))
-    kept.refresh(snap, shape, landed or [])
+        kept = Kept(snap, shape, len(landed))
+    kept.refresh(snap, shape, landed)
     feasible, base = kept.feasible, kept.base
     candidates = np.flatnonzero(feasible)
     if not len(candidates):
@@ -233,7 +258,7 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
             node = int(window[0])
         else:
             total = window_scores(shape, window, base[window])
-            best = window[total == total.max()]
+            best = window[total == _MAX(total)]
             node = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
             if len(best) > 1:
                 on_tie(best)

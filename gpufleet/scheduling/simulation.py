@@ -17,7 +17,7 @@ import numpy as np
 
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.manifests import PodWorkload
-from gpufleet.scheduling.schedule_one import Cycle, Kept, schedule_one, schedule_replicas
+from gpufleet.scheduling.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
 from gpufleet.scheduling.filters import has_pod_rules
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
@@ -115,7 +115,7 @@ class Simulation:
         snap = self.base.copy()
         dra = self.dra_base.copy() if self.dra_base is not None else None
         run, start = Run(running=self.base.pod_count), 0
-        placed: list[int] = []  # every pod's node, in placement order
+        placed = Landed()  # every pod's node, in placement order
         failed_before: dict[int, tuple[int, Cycle]] = {}  # shape -> (len(placed) then, the cycle that failed)
         kept_for: dict[int, Kept] = {}  # shape -> its feasibility and scores, kept up to date
         for index, shape in self.shapes.items():
@@ -123,7 +123,7 @@ class Simulation:
             out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
                 start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out)
-                placed += out.nodes
+                placed.extend(out.nodes)
                 continue
 
             def tie(best: np.ndarray) -> None:
@@ -138,7 +138,7 @@ class Simulation:
                 # search went through every node, so the start index stays). Only the message may change,
                 # when pods landed on nodes it could use.
                 at, failed = failed_before[id(shape)]
-                if len(placed) > at and shape.eligible[np.array(placed[at:])].any():
+                if len(placed) > at and shape.eligible[placed.since(at)].any():
                     failed = schedule_one(snap, shape, start, rng)
                     failed_before[id(shape)] = (len(placed), failed)
             else:
@@ -151,7 +151,7 @@ class Simulation:
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
             out.placed = len(out.nodes)
-            placed += out.nodes
+            placed.extend(out.nodes)
             for node in out.nodes:
                 held = run.occupants.setdefault(node, {})
                 held[index] = held.get(index, 0) + 1
