@@ -111,9 +111,9 @@ class PodShape:
         self.affinity_raw = np.array(affinity, dtype=_INT)[class_of] if len(set(affinity)) > 1 else None
         self.image_raw = _image_scores(spec, images)
         self.beyond: dict[int, bool] = {}
+        """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
         self._possible: np.ndarray | None = None
         self._memo: dict = {}
-        """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
 
     def fits_mask(self, snap: Snapshot, nodes: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(nodes that pass every filter so far, per NodeResourcesFit reason the nodes it fails), over all
