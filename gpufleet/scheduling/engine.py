@@ -3,7 +3,8 @@
 Per workload, in input order: API validation (rejected), then its pods through kube-scheduler's node
 choice one after another (gpufleet.scheduling.simulation: the default profile's filters and scores, the
 adaptive percentageOfNodesToScore and its rotating start). Where scores tie the scheduler picks at random,
-so the whole sequence runs TIE_RUNS times with different seeded picks (once when no tie could matter):
+so the whole sequence runs TIE_RUNS times (SMALL_FLEET_RUNS below SMALL_FLEET nodes) with different seeded
+picks (once when no tie could matter):
 - Pending (an error): pods stay Pending in every run;
 - a warning: they pend in some runs only, which depends on the scheduler's random tie-breaks;
 - fits: no run leaves a pod Pending.
@@ -34,8 +35,10 @@ from gpufleet.scheduling.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.validation import rejection
 
 DEFAULT_SCHEDULER = "default-scheduler"
-#: How many tie-break outcomes are tried when ties could change an outcome.
+#: How many tie-break outcomes are tried when ties could change an outcome; below SMALL_FLEET nodes, where a
+#: run costs little, SMALL_FLEET_RUNS.
 TIE_RUNS = 3
+SMALL_FLEET, SMALL_FLEET_RUNS = 100, 8
 
 
 def _nodes(nodes: Iterable[Node | dict]) -> list[Node]:
@@ -70,6 +73,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
             if problems:  # objects from the Python API (the CLI has refused them already)
                 raise InputError("\n".join(problems))
             check.dra_base = DraState(dra_objects(objects))
+        if tie_runs == TIE_RUNS and len(check.nodes) < SMALL_FLEET:
+            tie_runs = SMALL_FLEET_RUNS
         check.run(max(1, tie_runs))
         return check.result
     finally:
