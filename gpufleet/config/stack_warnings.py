@@ -16,7 +16,43 @@ _NFD_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 
 
 def stack_warnings(cfg: StackConfig) -> list[ConfigIssue]:
-    return [*_runtime_warnings(cfg), *_unowned_taint_warnings(cfg)]
+    return [*_runtime_warnings(cfg), *_config_source_warnings(cfg), *_unowned_taint_warnings(cfg)]
+
+
+#: MicroK8s keeps a template the toolkit must edit and the file containerd is started with, which the
+#: toolkit must read (NVIDIA's MicroK8s instructions: CONTAINERD_CONFIG the template, RUNTIME_CONFIG_SOURCE
+#: file= the generated config).
+_MICROK8S_TEMPLATE = "containerd-template.toml"
+
+
+def _config_source_warnings(cfg: StackConfig) -> list[ConfigIssue]:
+    """Where the toolkit reads containerd's current config from (RUNTIME_CONFIG_SOURCE) against where the
+    distribution keeps it: a mismatch makes the toolkit write a config containerd never loads, or one that
+    drops the distribution's own settings."""
+    op, rt = cfg.operator, cfg.cluster.runtime
+    if cfg.mode != "operator" or not op.toolkit.enabled:
+        return []
+    out = []
+    env = dict((e["name"], e["value"]) for e in rt.toolkit_env())
+    config, source = env.get("CONTAINERD_CONFIG", ""), env.get("RUNTIME_CONFIG_SOURCE")
+    if rt.preset == "microk8s" and (not config.endswith(_MICROK8S_TEMPLATE) or not (source or "").startswith("file=")):
+        path = (_p("cluster", "runtime", "configPath") if not config.endswith(_MICROK8S_TEMPLATE)
+                else _p("cluster", "runtime", "configSource"))
+        out.append(ConfigIssue(path, (
+            f"MicroK8s regenerates containerd's config from {_MICROK8S_TEMPLATE} on every restart: with "
+            f"CONTAINERD_CONFIG {config or '(unset)'} and RUNTIME_CONFIG_SOURCE {source or '(unset)'} the toolkit "
+            "edits a file that is overwritten, or reads a config containerd does not run, so the nvidia runtime "
+            "disappears at the next restart and GPU pods fail with 'no runtime for \"nvidia\"'; fix: leave "
+            "cluster.runtime.configPath and configSource at the microk8s preset's (the template, and "
+            "file=/var/snap/microk8s/current/args/containerd.toml)")))
+    if cfg.cluster.aks is not None and source is None:
+        out.append(ConfigIssue(_p("cluster", "runtime", "configSource"), (
+            "AKS node images run containerd 2.x with a version-2 config on disk; a toolkit that reads the config "
+            "through `containerd config dump` (RUNTIME_CONFIG_SOURCE unset: command first) writes a drop-in of "
+            "another config version, and containerd can fail to start on the GPU nodes (NVIDIA/aicr#1688); "
+            "verify on a GPU node that containerd stays up after the toolkit pod runs (systemctl status "
+            "containerd); fix: cluster.runtime.configSource: file")))
+    return out
 
 
 def _runtime_warnings(cfg: StackConfig) -> list[ConfigIssue]:
