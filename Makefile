@@ -3,7 +3,7 @@
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
 #   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
-#   make upstream-charts - fetch the pinned NVIDIA charts the tests render (needs internet access)
+#   make upstream-charts - refresh the vendored NVIDIA charts (third_party/charts) and verify their digests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -44,18 +44,22 @@ plan: setup
 charts: setup
 	$(BIN)/gpufleet charts --stack $(STACK) --out charts/$(STACK)
 
-# The upstream charts the tests render with `helm template` (tests/upstream), pinned as in
-# gpufleet/nvidia/versions.py. HELM defaults to helm on PATH, else the helm the tests extract from PyPI.
-UPSTREAM_CHARTS := upstream-charts
+# The upstream charts the tests render with `helm template` (tests/upstream), vendored in third_party/charts
+# with their digests (SHA256SUMS). This refreshes them: pull the pinned versions (gpufleet/nvidia/versions.py)
+# into a temporary directory, verify every digest, then replace the vendored files. HELM defaults to helm on
+# PATH, else the helm the tests extract from PyPI.
+UPSTREAM_CHARTS := third_party/charts
 HELM ?= $(shell command -v helm 2>/dev/null)
 PY_HELM := $(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); from helm_binary import helm_binary; print(helm_binary())'
 
 upstream-charts: setup-dev
-	mkdir -p $(UPSTREAM_CHARTS)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	helm="$(HELM)"; [ -n "$$helm" ] || helm="$$($(PY_HELM))"; \
-	$$helm pull gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0 --destination $(UPSTREAM_CHARTS) && \
-	$$helm pull nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --destination $(UPSTREAM_CHARTS) && \
-	$$helm pull oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version 0.4.1 --destination $(UPSTREAM_CHARTS)
+	$$helm pull gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0 --destination "$$tmp" && \
+	$$helm pull nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --destination "$$tmp" && \
+	$$helm pull oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version 0.4.1 --destination "$$tmp" && \
+	(cd "$$tmp" && sha256sum --check --strict "$(CURDIR)/$(UPSTREAM_CHARTS)/SHA256SUMS") && \
+	cp "$$tmp"/*.tgz $(UPSTREAM_CHARTS)/
 
 test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q

@@ -1,8 +1,8 @@
 """The real upstream NVIDIA charts (.tgz) and `helm template` over them with the values gpufleet plans.
 
-Charts are looked up, in order, in the shared reference copy beside the repository, under
-$GPUFLEET_REFERENCE, and in what `make upstream-charts` fetched; a test that needs one fails (not skips)
-when none has it, naming every place it looked.
+Charts are the repository's vendored copies (third_party/charts, refreshed and digest-checked by `make
+upstream-charts`); $GPUFLEET_REFERENCE/upstream/charts may point at another copy, looked at after them. A test
+that needs one fails (not skips) when none has it, naming every place it looked.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from gpufleet.nvidia import versions
 from helm_binary import run_helm
 from tests.conftest import ROOT
 
-#: Where `make upstream-charts` puts them (git-ignored).
-FETCHED = ROOT / "upstream-charts"
+#: The vendored charts, with their licence, README and SHA256SUMS (`make upstream-charts` refreshes them).
+VENDORED = ROOT / "third_party" / "charts"
 
 CHARTS = {
     versions.GPU_OPERATOR_CHART: versions.GPU_OPERATOR_VERSION,
@@ -29,10 +29,9 @@ CHARTS = {
 
 
 def chart_dirs() -> list[Path]:
-    dirs = [ROOT.parent / "shared" / "reference" / "upstream" / "charts"]
+    dirs = [VENDORED]
     if os.environ.get("GPUFLEET_REFERENCE"):
         dirs.append(Path(os.environ["GPUFLEET_REFERENCE"]) / "upstream" / "charts")
-    dirs.append(FETCHED)
     return dirs
 
 
@@ -43,8 +42,8 @@ def chart_archive(chart: str, version: str | None = None) -> Path:
         if (d / name).is_file():
             return d / name
     places = ", ".join(str(d) for d in chart_dirs())
-    hint = "" if os.environ.get("GPUFLEET_REFERENCE") else " (or set GPUFLEET_REFERENCE to a reference dir)"
-    pytest.fail(f"upstream chart {name} not found in: {places}; run `make upstream-charts` to fetch it{hint}",
+    pytest.fail(f"upstream chart {name} not found in: {places}; pin it in gpufleet/nvidia/versions.py, the "
+                f"Makefile and {VENDORED.relative_to(ROOT)}/SHA256SUMS, then run `make upstream-charts`",
                 pytrace=False)
 
 
