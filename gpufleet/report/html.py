@@ -35,15 +35,21 @@ def _gpu_shapes(gpus: tuple[GpuView, ...], workloads: list[WorkloadView]) -> lis
         units = []
         for uv in gpu.units:
             u = uv.unit
-            who = workloads[uv.workload].key if uv.workload is not None else "free"
+            users = [uv.workload, *uv.sharers] if uv.workload is not None else [None]
+            who = ", ".join(workloads[i].key for i in users if i is not None) or "free"
             memory = f", {u.memory_mib} MiB" if u.memory_mib is not None else ""
             # A MIG instance owns its memory slices outright, so it fills the box's height over them: what is
             # left empty is really free. Its compute slices are in its name (the `3` of 3g.40gb) and title.
             y, h = (0.0, 1.0) if u.mig_profile else (u.y, u.height)
-            units.append({"x": round(x0 + u.x * gpu_w + 1, 2), "y": round(LABEL_H + (1 - y - h) * GPU_H + 1, 2),
-                          "w": round(max(u.width * gpu_w - 2, 1), 2), "h": round(max(h * GPU_H - 2, 1), 2),
-                          "cls": f"w{uv.workload}" if uv.workload is not None else "free", "kind": u.kind,
-                          "title": f"GPU {g}: {u.label}{memory}: {who}"})
+            # A device several workloads share (one named DRA claim) is split into one stripe each.
+            width = u.width * gpu_w / len(users)
+            for k, i in enumerate(users):
+                units.append({"x": round(x0 + u.x * gpu_w + k * width + 1, 2),
+                              "y": round(LABEL_H + (1 - y - h) * GPU_H + 1, 2),
+                              "w": round(max(width - 2, 1), 2), "h": round(max(h * GPU_H - 2, 1), 2),
+                              "cls": f"w{i}" if i is not None else "free", "kind": u.kind,
+                              "title": f"GPU {g}: {u.label}{memory}: {who}"
+                                       + (" (shared: one claim)" if len(users) > 1 else "")})
         out.append({"x": x0, "w": gpu_w, "index": g, "label": f"GPU {g}{_layout(gpu)}", "units": units,
                     "title": f"GPU {g}: {gpu.product}" + (f", {gpu.memory_mib} MiB" if gpu.memory_mib else "")})
     return out

@@ -50,6 +50,7 @@ class WorkloadView:
 class UnitView:
     unit: Unit
     workload: int | None  # index into FleetReport.workloads, None when free
+    sharers: tuple[int, ...] = ()  # further workloads on the same device (a shared DRA claim)
 
 
 @dataclass(frozen=True)
@@ -164,13 +165,16 @@ def _dra_devices(result: CheckResult) -> dict[str, dict[str, list[int]]]:
 
 
 def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]],
-            claimed: dict[int, int] | None = None) -> tuple[GpuView, ...]:
+            claimed: dict[int, list[int]] | None = None) -> tuple[GpuView, ...]:
     """Give each pod (workload index, GPU request) the first free units of the resources it asks for; GPUs
-    a DRA claim was allocated (`claimed`: GPU index -> workload index) are that workload's, whole."""
+    DRA claims were allocated (`claimed`: GPU index -> the workloads using it, first first) are theirs, whole:
+    the first owns it, the others share it (a named claim several workloads use)."""
     owner: dict[tuple[int, int], int] = {}
-    for g, workload in (claimed or {}).items():
-        if g < len(gpus):
-            owner.update({(g, u): workload for u in range(len(gpus[g].units))})
+    sharers: dict[tuple[int, int], tuple[int, ...]] = {}
+    for g, users in (claimed or {}).items():
+        if g < len(gpus) and users:
+            owner.update({(g, u): users[0] for u in range(len(gpus[g].units))})
+            sharers.update({(g, u): tuple(users[1:]) for u in range(len(gpus[g].units))})
     order = [(g, u) for g, gpu in enumerate(gpus) for u in range(len(gpu.units))]
     for workload, request in pods:
         for resource, n in request:
@@ -181,7 +185,8 @@ def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]]
                     owner[(g, u)] = workload
                     n -= 1
     return tuple(GpuView(gpu.product, gpu.memory_mib,
-                         tuple(UnitView(unit, owner.get((g, u))) for u, unit in enumerate(gpu.units)))
+                         tuple(UnitView(unit, owner.get((g, u)), sharers.get((g, u), ()))
+                               for u, unit in enumerate(gpu.units)))
                  for g, gpu in enumerate(gpus))
 
 
@@ -269,11 +274,12 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     for node in nodes:
         pool = pool_name(node)
         pods = per_node.get(node.name, [])
-        claimed: dict[int, int] = {}
-        for key, devices in dra.items():  # a time-shared GPU is drawn as its first consumer's
+        claimed: dict[int, list[int]] = {}
+        for key, devices in dra.items():  # a GPU several workloads' claims share is drawn split between them
             for g in devices.get(node.name, []):
-                if key in index_of:
-                    claimed.setdefault(g, index_of[key])
+                users = claimed.setdefault(g, [])
+                if key in index_of and index_of[key] not in users:
+                    users.append(index_of[key])
         gpus = _assign(node_gpus(node), pods, claimed)
         counts: dict[int, int] = {}
         for index, _ in pods:

@@ -30,7 +30,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     big = tmp_path_factory.mktemp("big")
     write_big_fleet(big)
     pages = {}
-    for stack, project in (("dev", ROOT), ("mig", ROOT), ("greed", ROOT), ("big", big)):
+    for stack, project in (("dev", ROOT), ("mig", ROOT), ("greed", ROOT), ("dra", ROOT), ("big", big)):
         page = out / f"{stack}.html"
         r = runner.invoke(app, ["report", "--stack", stack, "--project-dir", str(project), "--out", str(page)])
         assert r.exit_code == 0, r.output
@@ -53,7 +53,13 @@ def test_console_errors_are_seen_at_all(browser, tmp_path):
     page = tmp_path / "broken.html"
     page.write_text("<!DOCTYPE html><title>t</title><script>console.error('seen by the test')</script>")
     _open(browser, page)
-    assert any("seen by the test" in e["message"] for e in console_errors(browser))
+    seen = []
+    for _ in range(20):  # the browser hands its log over asynchronously: poll briefly
+        seen += console_errors(browser)
+        if any("seen by the test" in e["message"] for e in seen):
+            break
+        time.sleep(0.1)
+    assert any("seen by the test" in e["message"] for e in seen)
 
 
 def test_dev_page_draws_one_t4_split_into_four_mps_shares_without_console_errors(browser, pages):
@@ -110,4 +116,19 @@ def test_thousand_node_page_is_small_collapses_nodes_and_loads_quickly(browser, 
     nums = [int(c.lstrip("\u00d7")) for c in counts]
     assert nums[:2] == [250, 350] and sum(nums) == 1000 and len(nums) < 40
     assert "1000 node(s)" in browser.find_element("tag name", "header").text
+    assert console_errors(browser) == []
+
+
+def test_every_gpu_workload_in_the_dra_legend_has_a_visible_shape_on_the_map(browser, pages):
+    # The notebook and the embedding service share one GPU through a named claim: both must be drawn.
+    _open(browser, pages["dra"])
+    legend = set()
+    for row in _shapes(browser, "#workloads table.list tr"):
+        cells = row.find_elements("tag name", "td")
+        if len(cells) >= 3 and cells[0].find_elements("css selector", "span.swatch") \
+                and cells[2].text.strip() not in ("none", "\u2014"):  # workloads that ask for GPUs
+            legend.add(cells[0].find_element("css selector", "span.swatch").get_attribute("class").split()[1])
+    drawn = {c for r in _shapes(browser, "svg.node rect.unit") if r.is_displayed() and r.size["width"] > 0
+             for c in r.get_attribute("class").split() if c.startswith("w")}
+    assert legend and legend <= drawn, legend - drawn
     assert console_errors(browser) == []

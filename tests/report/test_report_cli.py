@@ -180,3 +180,13 @@ def test_dra_stack_report_allocates_the_claims_on_the_planned_slices_and_draws_t
     }
     # 1 (llm) + 2 x 2 (train, one PCIe root's pair per pod) + 1 time-shared by explore and embed
     assert "| h100 | 2 | 6 | 10 |" in summary_markdown(report)
+
+
+def test_every_workload_in_the_dra_legend_has_a_shape_on_the_map_a_shared_gpu_split_between_them():
+    report = stack_report("dra", load_stack("dra", ROOT).config)
+    page = render_html(report)
+    drawn = {int(i) for i in re.findall(r'<rect class="unit w(\d+) ', page)}
+    assert {w.index for w in report.workloads if w.gpu_request} <= drawn
+    # the GPU that explore and embed share through one named claim is split into one stripe each
+    shared = re.findall(r"<title>(GPU \d+: [^<]*research/explore, Deployment/research/embed[^<]*)</title>", page)
+    assert shared and all(t.endswith("(shared: one claim)") for t in shared)
