@@ -327,7 +327,8 @@ def test_secret_values_stay_secret(plugin, engine):
 
 def test_config_yaml_that_is_not_yaml_or_not_a_mapping(plugin, engine):
     not_mapping = "configYaml: config: must be a mapping of gpufleet config sections, got list"
-    for text, message in (("mode: [operator\n", "configYaml: line 2: not valid YAML: "), ("- operator\n", not_mapping)):
+    not_yaml = "configYaml: line 2: not valid YAML: "
+    for text, message in (("mode: [operator\n", not_yaml), ("- operator\n", not_mapping)):
         with pytest.raises(grpc.RpcError) as exc:
             _construct(plugin, engine, "x", {"configYaml": text})
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
