@@ -334,3 +334,25 @@ def test_config_yaml_that_is_not_yaml_or_not_a_mapping(plugin, engine):
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert exc.value.details().startswith(message), exc.value.details()
         assert "\n" not in exc.value.details()
+
+
+def test_the_readme_examples_use_only_what_the_schema_serves(schema):
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Use from other languages"):]
+    res = schema["resources"][TOKEN]
+    inputs, outputs = set(res["inputProperties"]), set(res["properties"])
+    ts = re.search(r"```typescript\n(.*?)```", section, re.S).group(1)
+    assert "new gpufleet.GpuStack(" in ts
+    used = set(re.findall(r"\b(\w+):", ts.split("new gpufleet.GpuStack(", 1)[1].split(");", 1)[0]))
+    assert used - {"notebookToken"} <= inputs, used - inputs
+    assert set(re.findall(r"gpus\.(\w+)", ts)) <= outputs
+    yml = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    doc = yaml.safe_load(yml)
+    assert doc["resources"]["gpus"]["type"] == TOKEN
+    assert set(doc["resources"]["gpus"]["properties"]) <= inputs
+    assert set(re.findall(r"\$\{gpus\.(\w+)\}", yml)) <= outputs
+    from gpufleet.config.loading import parse_sections
+
+    parse_sections(yaml.safe_load(doc["resources"]["gpus"]["properties"]["configYaml"]), "README.md")  # a valid config
