@@ -355,4 +355,5 @@ def test_the_readme_examples_use_only_what_the_schema_serves(schema):
     assert set(re.findall(r"\$\{gpus\.(\w+)\}", yml)) <= outputs
     from gpufleet.config.loading import parse_sections
 
-    parse_sections(yaml.safe_load(doc["resources"]["gpus"]["properties"]["configYaml"]), "README.md")  # a valid config
+    config = doc["resources"]["gpus"]["properties"]["configYaml"]
+    parse_sections(yaml.safe_load(config), "README.md")  # a valid config: raises on any problem
