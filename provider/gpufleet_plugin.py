@@ -16,12 +16,19 @@ from pulumi.provider import main as provider_main
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
 
+from components import device_plugin as core_dp
+from components import gpu_operator as core_op
 from components import gpu_stack as core
+from components import mig_geometry as core_mig
+from components import sharing_config as core_sharing
 from gpufleet.capacity.stack import node_names, planned_resources
 from gpufleet.config.loading import NAMESPACE, STACK_NAME, load_stack, parse_sections
 from gpufleet.config.stack import StackConfig
 from gpufleet.errors import ConfigError, ConfigIssue, GpufleetError, InputError
+from gpufleet.render import gpu_stack as render
 from gpufleet.render.gpu_stack import stack_namespace
+from gpufleet.render.mig_manager import mig_manager_objects
+from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "gpufleet"
@@ -81,6 +88,133 @@ class GpuStack(core.GpuStack):
         self.capacity = pulumi.Output.from_input(capacity_summary(cfg))
 
 
+class StackConfigArgs(TypedDict):
+    stack_file: Optional[str]
+    ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "
+     "e.g. `/src/gpufleet/Pulumi.dev.yaml`; a relative path is read from the plugin's working directory, so "
+     "prefer an absolute one. Give exactly one of `stackFile` and `configYaml`.")
+    config_yaml: Optional[str]
+    ("The stack config as YAML text: the `gpufleet:` section of a stack file, one key per section "
+     "(`mode`, `cluster`, `operator`, `devicePlugin`, `nodePools`, `workloads`, ...; `gpufleet schema` lists "
+     "them), with or without the `gpufleet:` prefix. Give exactly one of `stackFile` and `configYaml`.")
+
+
+def _not_for(source: str, path: str, message: str) -> ConfigError:
+    """A component that does not apply to the config: gpufleet's one-line error, at the config path."""
+    return ConfigError(source, [ConfigIssue(path, message)])
+
+
+def _gpu_stack_config(args, component: str, modes: tuple[str, ...]) -> tuple[str, StackConfig]:
+    """The loaded config, when its `mode` is one of `modes` (those in which GpuStack builds `component`)."""
+    source, cfg = _loaded_config(args, component)
+    if cfg.mode not in modes:
+        allowed = " or ".join(modes)
+        why = ("platform-managed deploys no GPU stack" if cfg.mode == "platform-managed"
+               else "the gpu-operator runs its own device plugin" if cfg.mode == "operator"
+               else "standalone mode runs the device plugin (or DRA driver) instead")
+        raise _not_for(source, f"{NAMESPACE}:mode",
+                       f"{component} needs mode {allowed} ({why}); got \"{cfg.mode}\"")
+    return source, cfg
+
+
+class GpuOperator(core_op.GpuOperator):
+    ("NVIDIA's gpu-operator Helm release alone (driver, toolkit, device plugin, GFD, MIG manager, DCGM), "
+     "with the chart values GpuStack gives it for the same stack config; the config's `mode` must be "
+     "`operator`. "
+     "The release's namespace must exist (GpuStack creates it), and the sharing and MIG ConfigMaps the "
+     "values name come from SharingConfig and MigGeometry.")
+
+    release_name: pulumi.Output[str]
+    """The Helm release name (`gpu-operator`)."""
+    namespace: pulumi.Output[str]
+    """The namespace of the release (`gpufleet:operator.namespace`)."""
+
+    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        _, cfg = _gpu_stack_config(args, "GpuOperator", ("operator",))
+        ns = stack_namespace(cfg)
+        super().__init__(name, core_op.GpuOperatorArgs(
+            ns, render.operator_values(cfg), cfg.operator.chart_version, cfg.operator.timeout_seconds,
+            core.GpuStack._provider_from_config(name, cfg)), opts)
+        self.release_name = self.release.name
+        self.namespace = pulumi.Output.from_input(ns)
+
+
+class DevicePlugin(core_dp.DevicePlugin):
+    ("The standalone nvidia-device-plugin Helm release alone (with GPU feature discovery and NFD), with the "
+     "chart values GpuStack gives it for the same stack config; the config's `mode` must be `standalone` and "
+     "its `gpuAllocation` `devicePlugin`. The release's namespace must exist (GpuStack creates it).")
+
+    release_name: pulumi.Output[str]
+    """The Helm release name (`nvidia-device-plugin`)."""
+    namespace: pulumi.Output[str]
+    """The namespace of the release (`gpufleet:devicePlugin.namespace`)."""
+
+    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        source, cfg = _gpu_stack_config(args, "DevicePlugin", ("standalone",))
+        if cfg.uses_dra():
+            raise _not_for(source, f"{NAMESPACE}:gpuAllocation",
+                           "DevicePlugin needs gpuAllocation devicePlugin (a DRA stack runs NVIDIA's DRA "
+                           "driver instead); got \"dra\"")
+        ns = stack_namespace(cfg)
+        super().__init__(name, core_dp.DevicePluginArgs(
+            ns, render.device_plugin_values(cfg), cfg.device_plugin.chart_version,
+            provider=core.GpuStack._provider_from_config(name, cfg)), opts)
+        self.release_name = self.release.name
+        self.namespace = pulumi.Output.from_input(ns)
+
+
+class SharingConfig(core_sharing.SharingConfig):
+    ("The device plugin's named sharing configs (time-slicing / MPS) alone: the ConfigMap GpuStack creates "
+     "for the same stack config, one key per `gpufleet:devicePlugin.sharingProfiles` entry. Needs mode "
+     "`operator` or `standalone` and at least one sharing profile; the namespace must exist.")
+
+    config_map_name: pulumi.Output[str]
+    """The ConfigMap's name (nodes pick a profile with the `nvidia.com/device-plugin.config` label)."""
+    namespace: pulumi.Output[str]
+    """The ConfigMap's namespace: the GPU stack's (the operator's or the device plugin's)."""
+    profiles: pulumi.Output[list[str]]
+    """The ConfigMap's keys: the sharing profile names (sorted)."""
+
+    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        source, cfg = _gpu_stack_config(args, "SharingConfig", ("operator", "standalone"))
+        manifest = render.sharing_configmap(cfg)
+        if manifest is None:
+            raise _not_for(source, f"{NAMESPACE}:devicePlugin.sharingProfiles",
+                           "SharingConfig needs at least one sharing profile (time-slicing or MPS); "
+                           "none declared")
+        super().__init__(name, core_sharing.SharingConfigArgs(
+            manifest, core.GpuStack._provider_from_config(name, cfg)), opts)
+        self.config_map_name = self.config_map.metadata.name
+        self.namespace = pulumi.Output.from_input(manifest["metadata"]["namespace"])
+        self.profiles = pulumi.Output.from_input(self.profiles)
+
+
+class MigGeometry(core_mig.MigGeometry):
+    ("Named MIG geometries alone: the mig-parted ConfigMap GpuStack creates for the same stack config (and, "
+     "in `standalone` mode, the mig-manager that applies it). Needs mode `operator` or `standalone` and a "
+     "MIG geometry in use; the namespace must exist.")
+
+    config_map_name: pulumi.Output[str]
+    """The ConfigMap's name (nodes pick a geometry with the `nvidia.com/mig.config` label)."""
+    namespace: pulumi.Output[str]
+    """The namespace of the ConfigMap (and of mig-manager in standalone mode): the GPU stack's."""
+
+    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        source, cfg = _gpu_stack_config(args, "MigGeometry", ("operator", "standalone"))
+        manifest = render.mig_configmap(cfg)
+        if manifest is None:
+            raise _not_for(source, f"{NAMESPACE}:mig.geometries",
+                           "MigGeometry needs a MIG geometry (here or a node pool's migGeometry); "
+                           "none declared")
+        ns = stack_namespace(cfg)
+        extra = (mig_manager_objects(ns, tolerations=with_pool_taints(MIG_MANAGER, cfg))
+                 if cfg.mode == "standalone" else [])
+        super().__init__(name, core_mig.MigGeometryArgs(
+            manifest, extra, core.GpuStack._provider_from_config(name, cfg)), opts)
+        self.config_map_name = self.config_map.metadata.name
+        self.namespace = pulumi.Output.from_input(ns)
+
+
 def secret_lookup(given) -> Callable[[str], pulumi.Output[str]]:
     """Secret config key -> its value as a Pulumi secret: from the `secrets` input, else the caller's stack
     config. A map that arrives as one Output (it holds a secret or an unknown) is looked into when known."""
@@ -99,18 +233,25 @@ def capacity_summary(cfg: StackConfig) -> dict[str, dict[str, int]]:
     return out
 
 
-def stack_config(args: GpuStackArgs) -> StackConfig:
+def stack_config(args, component: str = "GpuStack") -> StackConfig:
     """The validated StackConfig the args name. Raises ConfigError or InputError (gpufleet's messages)."""
+    return _loaded_config(args, component)[1]
+
+
+def _loaded_config(args, component: str) -> tuple[str, StackConfig]:
+    """(source, config): the name gpufleet's errors give the config (the stack file's name, or configYaml)
+    and the validated StackConfig."""
     stack_file, text = args.get("stack_file"), args.get("config_yaml")
     if (stack_file is None) == (text is None):
-        raise InputError("GpuStack: give exactly one of stackFile (a Pulumi.<stack>.yaml path) and "
+        raise InputError(f"{component}: give exactly one of stackFile (a Pulumi.<stack>.yaml path) and "
                          "configYaml (the gpufleet: section as YAML text)")
     if stack_file is not None:
         path = Path(stack_file)
         stack = path.name[len("Pulumi."):-len(".yaml")] if path.name.startswith("Pulumi.") else ""
         if not path.name.endswith(".yaml") or not STACK_NAME.fullmatch(stack):
             raise InputError(f"{stack_file}: stackFile must name a stack file, Pulumi.<stack>.yaml")
-        return load_stack(stack, path.parent).config
+        loaded = load_stack(stack, path.parent)
+        return loaded.source, loaded.config
     try:
         doc = yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as e:
@@ -124,7 +265,7 @@ def stack_config(args: GpuStackArgs) -> StackConfig:
         raise ConfigError(CONFIG_YAML_SOURCE, [ConfigIssue(
             "config", f"must be a mapping of gpufleet config sections, got {type(doc).__name__}")])
     sections = {str(k).removeprefix(f"{NAMESPACE}:"): v for k, v in doc.items()}
-    return parse_sections(sections, CONFIG_YAML_SOURCE, project_dir=Path.cwd())
+    return CONFIG_YAML_SOURCE, parse_sections(sections, CONFIG_YAML_SOURCE, project_dir=Path.cwd())
 
 
 class GpufleetProvider(ComponentProvider):
@@ -142,7 +283,7 @@ class GpufleetProvider(ComponentProvider):
             raise
 
 
-COMPONENTS = [GpuStack]
+COMPONENTS = [GpuStack, GpuOperator, DevicePlugin, SharingConfig, MigGeometry]
 
 
 def serve(args: list[str]) -> None:

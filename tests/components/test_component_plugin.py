@@ -30,6 +30,7 @@ from pulumi.runtime.proto import (engine_pb2, engine_pb2_grpc, provider_pb2, pro
 from gpufleet.config.loading import load_stack, parse_sections
 from gpufleet.errors import ConfigError
 from gpufleet.planning.engine import STACK_TYPE, run_program
+from gpufleet.render.gpu_stack import mig_configmap, sharing_configmap, stack_namespace
 from tests.conftest import ROOT
 
 PLUGIN_DIR = ROOT / "provider"
@@ -178,7 +179,8 @@ def test_schema_names_the_package_and_its_version(plugin, schema):
 
 
 def test_schema_exposes_gpu_stack_with_typed_documented_inputs(schema):
-    assert list(schema["resources"]) == [TOKEN]
+    assert next(iter(schema["resources"])) == TOKEN  # GpuStack first, then the smaller components
+    assert set(schema["resources"]) == {TOKEN, *PART_TOKENS}
     res = schema["resources"][TOKEN]
     assert res["isComponent"] is True
     assert res["description"].startswith("The NVIDIA GPU stack and its GPU workloads on Kubernetes")
@@ -213,13 +215,14 @@ def test_schema_lists_the_outputs_a_user_needs(schema):
         assert prop["description"] and "\n" not in prop["description"]
 
 
-def _construct(plugin: Plugin, engine, stack: str, inputs: dict, secrets: list[str] = ()):
+def _construct(plugin: Plugin, engine, stack: str, inputs: dict, secrets: list[str] = (), token: str = TOKEN,
+               name: str | None = None):
     struct = struct_pb2.Struct()
     struct.update(inputs)
     monitor = engine.reset(stack)
     request = provider_pb2.ConstructRequest(
-        project="gpufleet", stack=stack, dryRun=True, monitorEndpoint=engine.address, type=TOKEN,
-        name=stack, inputs=struct)
+        project="gpufleet", stack=stack, dryRun=True, monitorEndpoint=engine.address, type=token,
+        name=name or stack, inputs=struct)
     return monitor, plugin.stub.Construct(request, timeout=120)
 
 
@@ -357,3 +360,135 @@ def test_the_readme_examples_use_only_what_the_schema_serves(schema):
 
     config = doc["resources"]["gpus"]["properties"]["configYaml"]
     parse_sections(yaml.safe_load(config), "README.md")  # a valid config: raises on any problem
+
+
+# --- the smaller components, each alone: what GpuStack builds for it, from the same config inputs ---------
+
+#: token -> (its outputs, the suffix GpuStack names it by: `<stack>-<suffix>`)
+PARTS = {
+    "gpufleet:index:GpuOperator": ({"releaseName", "namespace"}, "gpu-operator"),
+    "gpufleet:index:DevicePlugin": ({"releaseName", "namespace"}, "device-plugin"),
+    "gpufleet:index:SharingConfig": ({"configMapName", "namespace", "profiles"}, "sharing"),
+    "gpufleet:index:MigGeometry": ({"configMapName", "namespace"}, "mig"),
+}
+PART_TOKENS = list(PARTS)
+
+
+@pytest.mark.parametrize("token", PART_TOKENS)
+def test_schema_exposes_the_smaller_components(schema, token):
+    res = schema["resources"][token]
+    gpu_stack = schema["resources"][TOKEN]
+    assert res["isComponent"] is True
+    assert res["description"] and "\n" not in res["description"]
+    assert res["inputProperties"] == {k: gpu_stack["inputProperties"][k] for k in ("stackFile", "configYaml")}
+    assert res["requiredInputs"] == []
+    outputs, _ = PARTS[token]
+    assert set(res["properties"]) == outputs
+    assert sorted(res["required"]) == sorted(outputs)
+    for key, prop in res["properties"].items():
+        assert prop["description"] and "\n" not in prop["description"]
+        assert prop["type"] == ("array" if key == "profiles" else "string")
+
+
+def _subtree(registrations: list[dict], type_: str, name: str) -> dict[tuple, tuple]:
+    """(type, name) -> (parent's type and name, inputs) of the component `type_`/`name` and every resource
+    below it; the component's own parent is left out (GpuStack there, the stack here)."""
+    by_urn = {r["urn"]: r for r in registrations}
+    root = next(r for r in registrations if (r["type"], r["name"]) == (type_, name))
+
+    def below(r):
+        while r is not None and r is not root:
+            r = by_urn.get(r["parent"])
+        return r is root
+
+    out = {}
+    for r in registrations:
+        if below(r):
+            parent = by_urn[r["parent"]] if r is not root else None
+            out[(r["type"], r["name"])] = ((parent["type"], parent["name"]) if parent else None, r["inputs"])
+    return out
+
+
+@pytest.mark.parametrize("stack,token", [
+    ("dev", "gpufleet:index:GpuOperator"), ("dev", "gpufleet:index:SharingConfig"),
+    ("dra", "gpufleet:index:GpuOperator"),
+    ("mig", "gpufleet:index:DevicePlugin"), ("mig", "gpufleet:index:MigGeometry"),
+])
+def test_a_smaller_component_registers_what_gpu_stack_registers_for_it(plugin, engine, stack, token):
+    cfg = load_stack(stack, ROOT).config
+    stack_file = str(ROOT / f"Pulumi.{stack}.yaml")
+    whole, _ = _construct(plugin, engine, stack, {
+        "stackFile": stack_file, "secrets": {k: "[secret]" for k in cfg.secret_config_keys()}})
+    name = f"{stack}-{PARTS[token][1]}"
+    want = _subtree(whole.registrations, token, name)
+    assert len(want) > 1  # the component and what it holds
+    alone, response = _construct(plugin, engine, stack, {"stackFile": stack_file}, token=token, name=name)
+    assert response.urn == f"urn:pulumi:{stack}::gpufleet::{token}::{name}"
+    assert _subtree(alone.registrations, token, name) == want
+
+    state = rpc.deserialize_properties(response.state, keep_unknowns=True)
+    assert set(state) == PARTS[token][0]
+    assert state["namespace"] == stack_namespace(cfg)
+    if "releaseName" in state:
+        assert state["releaseName"] == {"gpufleet:index:GpuOperator": "gpu-operator",
+                                        "gpufleet:index:DevicePlugin": "nvidia-device-plugin"}[token]
+    if token == "gpufleet:index:SharingConfig":
+        assert state["profiles"] == sorted(sharing_configmap(cfg)["data"])
+        assert state["configMapName"] == sharing_configmap(cfg)["metadata"]["name"]
+    if token == "gpufleet:index:MigGeometry":
+        assert state["configMapName"] == mig_configmap(cfg)["metadata"]["name"]
+
+
+POOL = "nodePools:\n  - {name: t4, nodes: [t4-0], gpu: {product: Tesla-T4, count: 1}}\n"
+
+
+@pytest.mark.parametrize("token,config,message", [
+    ("gpufleet:index:GpuOperator", "mode: standalone\n" + POOL,
+     'configYaml: gpufleet:mode: GpuOperator needs mode operator ('),
+    ("gpufleet:index:DevicePlugin", "mode: operator\n" + POOL,
+     'configYaml: gpufleet:mode: DevicePlugin needs mode standalone ('),
+    ("gpufleet:index:DevicePlugin", "mode: standalone\ngpuAllocation: dra\n" + POOL,
+     "configYaml: gpufleet:gpuAllocation: DevicePlugin needs gpuAllocation devicePlugin ("),
+    ("gpufleet:index:SharingConfig", "mode: operator\n" + POOL,
+     "configYaml: gpufleet:devicePlugin.sharingProfiles: SharingConfig needs at least one sharing profile"),
+    ("gpufleet:index:SharingConfig", "mode: platform-managed\n" + POOL,
+     "configYaml: gpufleet:mode: SharingConfig needs mode operator or standalone ("),
+    ("gpufleet:index:MigGeometry", "mode: operator\n" + POOL,
+     "configYaml: gpufleet:mig.geometries: MigGeometry needs a MIG geometry"),
+])
+def test_a_smaller_component_that_does_not_apply_says_why(plugin, engine, token, config, message):
+    parse_sections(yaml.safe_load(config), "configYaml")  # a valid config: only the component does not apply
+    with pytest.raises(grpc.RpcError) as exc:
+        _construct(plugin, engine, "x", {"configYaml": config}, token=token, name="x")
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = exc.value.details()
+    assert details.startswith(message), details
+    assert "\n" not in details and "Traceback" not in details
+    assert "; got " in details or "none declared" in details
+
+
+def test_a_smaller_component_names_itself_when_config_inputs_are_wrong(plugin, engine):
+    with pytest.raises(grpc.RpcError) as exc:
+        _construct(plugin, engine, "x", {}, token="gpufleet:index:MigGeometry", name="x")
+    assert exc.value.details().startswith("MigGeometry: give exactly one of stackFile")
+
+
+def test_a_smaller_component_reports_a_bad_stack_file_as_its_source(plugin, engine):
+    with pytest.raises(grpc.RpcError) as exc:  # dev is an operator stack: no standalone device plugin
+        _construct(plugin, engine, "dev", {"stackFile": str(ROOT / "Pulumi.dev.yaml")},
+                   token="gpufleet:index:DevicePlugin", name="dev-device-plugin")
+    assert exc.value.details() == ('Pulumi.dev.yaml: gpufleet:mode: DevicePlugin needs mode standalone (the '
+                                   'gpu-operator runs its own device plugin); got "operator"')
+
+
+def test_the_readme_names_each_smaller_component_with_its_inputs_and_outputs(schema):
+    readme = (ROOT / "README.md").read_text()
+    section = " ".join(readme[readme.index("## Use from other languages"):].split())
+    for token, res in schema["resources"].items():
+        if token == TOKEN:
+            continue
+        assert f"`{token}`" in section, token
+        said = section[section.index(f"`{token}`"):].split(";")[0]
+        for output in res["properties"]:
+            assert f"`{output}`" in said, (token, output)
+    assert "`stackFile` or `configYaml`" in section
