@@ -5,13 +5,15 @@ infer the package schema (inputs from `GpuStackArgs`, outputs from the class ann
 and the descriptions from the attribute docstrings.
 """
 
+import json
 import tomllib
 from pathlib import Path
-from typing import Callable, Optional, TypedDict
+from typing import Any, Callable, Optional, TypedDict
 
 import pulumi
 import yaml
 from pulumi.errors import InputPropertiesError
+from pulumi.output import Unknown
 from pulumi.provider import main as provider_main
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
@@ -30,9 +32,12 @@ from gpufleet.render.gpu_stack import stack_namespace
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 
+from config_schema import stack_spelling, with_typed_config
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "gpufleet"
 CONFIG_YAML_SOURCE = "configYaml"
+CONFIG_SOURCE = "config"
 
 
 def version() -> str:
@@ -44,11 +49,15 @@ class GpuStackArgs(TypedDict):
     stack_file: Optional[str]
     ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "
      "e.g. `/src/gpufleet/Pulumi.dev.yaml`; a relative path is read from the plugin's working directory, so "
-     "prefer an absolute one. Give exactly one of `stackFile` and `configYaml`.")
+     "prefer an absolute one. Give exactly one config input: `stackFile` or `configYaml` (or, on GpuStack, "
+     "the typed `config`).")
     config_yaml: Optional[str]
     ("The stack config as YAML text: the `gpufleet:` section of a stack file, one key per section "
      "(`mode`, `cluster`, `operator`, `devicePlugin`, `nodePools`, `workloads`, ...; `gpufleet schema` lists "
-     "them), with or without the `gpufleet:` prefix. Give exactly one of `stackFile` and `configYaml`.")
+     "them), with or without the `gpufleet:` prefix. Give exactly one config input: `stackFile` or "
+     "`configYaml` (or, on GpuStack, the typed `config`).")
+    config: Optional[Any]
+    "The stack config as a typed object (its schema type is set by GpufleetProvider from the config models)."
     secrets: Optional[pulumi.Input[dict[str, pulumi.Input[str]]]]
     ("Values of the secret config keys the config names (a notebook's `tokenConfigKey`, an env var's "
      "`secretConfigKey`), by key; they reach the cluster only as Pulumi secrets. A key not given here "
@@ -92,11 +101,13 @@ class StackConfigArgs(TypedDict):
     stack_file: Optional[str]
     ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "
      "e.g. `/src/gpufleet/Pulumi.dev.yaml`; a relative path is read from the plugin's working directory, so "
-     "prefer an absolute one. Give exactly one of `stackFile` and `configYaml`.")
+     "prefer an absolute one. Give exactly one config input: `stackFile` or `configYaml` (or, on GpuStack, "
+     "the typed `config`).")
     config_yaml: Optional[str]
     ("The stack config as YAML text: the `gpufleet:` section of a stack file, one key per section "
      "(`mode`, `cluster`, `operator`, `devicePlugin`, `nodePools`, `workloads`, ...; `gpufleet schema` lists "
-     "them), with or without the `gpufleet:` prefix. Give exactly one of `stackFile` and `configYaml`.")
+     "them), with or without the `gpufleet:` prefix. Give exactly one config input: `stackFile` or "
+     "`configYaml` (or, on GpuStack, the typed `config`).")
 
 
 def _not_for(source: str, path: str, message: str) -> ConfigError:
@@ -234,17 +245,25 @@ def capacity_summary(cfg: StackConfig) -> dict[str, dict[str, int]]:
 
 
 def stack_config(args, component: str = "GpuStack") -> StackConfig:
-    """The validated StackConfig the args name. Raises ConfigError or InputError (gpufleet's messages)."""
-    return _loaded_config(args, component)[1]
+    """The validated StackConfig the args name (GpuStack's: stackFile, configYaml or the typed config).
+    Raises ConfigError or InputError (gpufleet's messages)."""
+    return _loaded_config(args, component, typed=True)[1]
 
 
-def _loaded_config(args, component: str) -> tuple[str, StackConfig]:
-    """(source, config): the name gpufleet's errors give the config (the stack file's name, or configYaml)
-    and the validated StackConfig."""
-    stack_file, text = args.get("stack_file"), args.get("config_yaml")
-    if (stack_file is None) == (text is None):
+def _loaded_config(args, component: str, typed: bool = False) -> tuple[str, StackConfig]:
+    """(source, config): the name gpufleet's errors give the config (the stack file's name, configYaml or
+    config) and the validated StackConfig. `typed`: the component takes the typed `config` input too."""
+    stack_file, text, given = args.get("stack_file"), args.get("config_yaml"), args.get("config")
+    if typed:  # GpuStack: three ways to give the config
+        if sum(v is not None for v in (stack_file, text, given)) != 1:
+            raise InputError(f"{component}: give exactly one of stackFile (a Pulumi.<stack>.yaml path), "
+                             "configYaml (the gpufleet: section as YAML text) and config (the gpufleet: "
+                             "section as a typed object)")
+    elif (stack_file is None) == (text is None):
         raise InputError(f"{component}: give exactly one of stackFile (a Pulumi.<stack>.yaml path) and "
                          "configYaml (the gpufleet: section as YAML text)")
+    if given is not None:
+        return CONFIG_SOURCE, parse_sections(typed_sections(given), CONFIG_SOURCE, project_dir=Path.cwd())
     if stack_file is not None:
         path = Path(stack_file)
         stack = path.name[len("Pulumi."):-len(".yaml")] if path.name.startswith("Pulumi.") else ""
@@ -268,9 +287,41 @@ def _loaded_config(args, component: str) -> tuple[str, StackConfig]:
     return CONFIG_YAML_SOURCE, parse_sections(sections, CONFIG_YAML_SOURCE, project_dir=Path.cwd())
 
 
+def typed_sections(given) -> dict[str, Any]:
+    """The `config` input as the `gpufleet:` sections a stack file holds: plain data, as YAML would load it
+    (the wire's numbers are all floats: whole ones become ints), keys with or without `gpufleet:`."""
+    def plain(value, where: str):
+        if isinstance(value, (pulumi.Output, Unknown)):
+            raise ConfigError(CONFIG_SOURCE, [ConfigIssue(
+                where, "must be a plain value known when GpuStack is constructed, not an Output (the config "
+                "decides which resources the stack holds)")])
+        if isinstance(value, dict):
+            return {str(k): plain(v, f"{where}.{k}") for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
+    if isinstance(given, (pulumi.Output, Unknown)):
+        raise ConfigError(CONFIG_SOURCE, [ConfigIssue(
+            "config", "must be a plain object known when GpuStack is constructed, not an Output (no secret "
+                      "or unknown value in it; pass secrets through `secrets`)")])
+    if not isinstance(given, dict):
+        raise ConfigError(CONFIG_SOURCE, [ConfigIssue(
+            "config", f"must be a mapping of gpufleet config sections, got {type(given).__name__}")])
+    sections = {str(k).removeprefix(f"{NAMESPACE}:"): v for k, v in given.items()}
+    return stack_spelling({k: plain(v, f"{NAMESPACE}:{k}") for k, v in sections.items()})
+
+
 class GpufleetProvider(ComponentProvider):
     """The SDK's component provider, reporting gpufleet's own errors as they are: the config error's lines
-    (file, YAML path, problem), with no Python traceback appended."""
+    (file, YAML path, problem), with no Python traceback appended. GpuStack's `config` input is typed in the
+    schema as the stack config models (config_schema), which the analyzer cannot infer from pydantic."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.schema = json.dumps(with_typed_config(json.loads(self.schema), f"{PACKAGE}:index:GpuStack"))
 
     def construct(self, name, resource_type, inputs, options=None):
         try:

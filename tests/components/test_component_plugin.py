@@ -185,7 +185,7 @@ def test_schema_exposes_gpu_stack_with_typed_documented_inputs(schema):
     assert res["isComponent"] is True
     assert res["description"].startswith("The NVIDIA GPU stack and its GPU workloads on Kubernetes")
     inputs = res["inputProperties"]
-    assert set(inputs) == {"stackFile", "configYaml", "secrets"}
+    assert set(inputs) == {"stackFile", "configYaml", "config", "secrets"}
     assert inputs["stackFile"]["type"] == "string" and inputs["stackFile"]["plain"] is True
     assert inputs["configYaml"]["type"] == "string" and inputs["configYaml"]["plain"] is True
     assert inputs["secrets"]["type"] == "object"
@@ -492,3 +492,179 @@ def test_the_readme_names_each_smaller_component_with_its_inputs_and_outputs(sch
         for output in res["properties"]:
             assert f"`{output}`" in said, (token, output)
     assert "`stackFile` or `configYaml`" in section
+
+
+# --- the typed `config` input: the stack config sections as schema types --------------------------------
+
+def _type(schema: dict, prop: dict) -> dict:
+    """The `types` entry a property (or its array items / map values) refers to."""
+    ref = prop.get("$ref") or prop.get("items", {}).get("$ref") or prop["additionalProperties"]["$ref"]
+    assert ref.startswith("#/types/"), ref
+    return schema["types"][ref.removeprefix("#/types/")]
+
+
+def _said(description: str | None) -> str:
+    return " ".join((description or "").split())
+
+
+def _stack_sections(stack: str) -> dict:
+    doc = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    return {k.removeprefix("gpufleet:"): v for k, v in doc.items() if k.startswith("gpufleet:")}
+
+
+def test_schema_types_the_config_input_as_the_stack_config_sections(schema):
+    from gpufleet.config.stack import SECTION_KEYS, StackConfig
+
+    config = schema["resources"][TOKEN]["inputProperties"]["config"]
+    assert config["$ref"] == "#/types/gpufleet:index:StackConfig" and config["plain"] is True
+    assert "`gpufleet:` section" in config["description"]
+    root = _type(schema, config)
+    assert set(root["properties"]) == set(SECTION_KEYS)  # every top-level section of the stack file
+    # descriptions come from the pydantic models: spot checks, section by section
+    for key, field in StackConfig.model_fields.items():
+        alias = field.alias or key
+        if field.description:
+            assert root["properties"][alias]["description"].startswith(_said(field.description)), alias
+    mode = root["properties"]["mode"]["description"]
+    assert "One of: `operator`, `standalone`, `platform-managed`." in mode
+    props = root["properties"]
+    defaults = StackConfig()
+    for section, model in (("cluster", type(defaults.cluster)), ("operator", type(defaults.operator)),
+                           ("devicePlugin", type(StackConfig().device_plugin))):
+        typ = _type(schema, props[section])
+        assert typ["description"] == _said(model.__doc__) or typ["description"] == _said(
+            model.model_json_schema().get("description")), section
+        for key, field in model.model_fields.items():
+            if field.description:
+                said = typ["properties"][field.alias or key]["description"]
+                assert said.startswith(_said(field.description))
+    pool = _type(schema, props["nodePools"])
+    assert props["nodePools"]["type"] == "array"
+    assert {"name", "nodes", "gpu"} <= set(pool["properties"])
+    workload = _type(schema, props["workloads"])
+    assert {"kind", "name", "namespace", "image", "gpu", "model", "env"} <= set(workload["properties"])
+    for kind in ("`inference`", "`notebook`", "`job`"):
+        assert kind in workload["properties"]["kind"]["description"]
+    group = schema["types"]["gpufleet:index:MigDeviceGroup"]["properties"]
+    assert {"devices", "migEnabled", "migDevices", "deviceFilter"} <= set(group)  # names every SDK can spell
+    assert group["migEnabled"]["description"].startswith("`mig-enabled` in the stack file.")
+    # every reference resolves, every description is one line, every level is plain, every name an identifier
+    import re
+    names = [k for t in schema["types"].values() for k in t["properties"]]
+    assert all(re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", k) for k in names)
+
+    def walk(prop):
+        ref = prop.get("$ref", "")
+        assert not ref.startswith("#/types/") or ref.removeprefix("#/types/") in schema["types"], ref
+        assert prop.get("plain") is True, prop
+        assert "\n" not in prop.get("description", "")
+        for sub in (prop.get("items"), prop.get("additionalProperties")):
+            if isinstance(sub, dict):
+                walk(sub)
+    for token, typ in schema["types"].items():
+        assert token.startswith("gpufleet:index:") and typ["type"] == "object"
+        for prop in typ["properties"].values():
+            walk(prop)
+
+
+def _camel_mig_keys(sections: dict) -> dict:
+    """mig-parted's hyphenated keys as the schema names them (`mig-enabled` -> `migEnabled`)."""
+    def camel(key):
+        head, *rest = key.split("-")
+        return head + "".join(w[:1].upper() + w[1:] for w in rest)
+    out = json.loads(json.dumps(sections))
+    for groups in out.get("mig", {}).get("geometries", {}).values():
+        groups[:] = [{camel(k): v for k, v in g.items()} for g in groups]
+    return out
+
+
+@pytest.mark.parametrize("stack,spelling",
+                         [("dev", dict), ("dra", dict), ("mig", dict), ("mig", _camel_mig_keys)])
+def test_typed_config_input_registers_what_the_stack_file_registers(plugin, engine, stack, spelling):
+    keys = load_stack(stack, ROOT).config.secret_config_keys()
+    secrets = {k: "[secret]" for k in keys}
+    from_file, file_response = _construct(plugin, engine, stack, {
+        "stackFile": str(ROOT / f"Pulumi.{stack}.yaml"), "secrets": secrets})
+    config = spelling(_stack_sections(stack))
+    assert spelling is dict or "migEnabled" in json.dumps(config)
+    from_typed, typed_response = _construct(plugin, engine, stack, {"config": config, "secrets": secrets})
+    assert _tree(from_typed.registrations) == _tree(from_file.registrations)
+    got = {(r["type"], r["name"]): r["inputs"] for r in from_typed.registrations}
+    assert got == {(r["type"], r["name"]): r["inputs"] for r in from_file.registrations}
+    def state(response):  # unknowns (a preview's LoadBalancer addresses) compare by identity: name them
+        props = rpc.deserialize_properties(response.state, keep_unknowns=True)
+        return {k: "<unknown>" if type(v).__name__ == "Unknown" else v for k, v in props.items()}
+    assert state(typed_response) == state(file_response)
+
+
+def test_a_bad_typed_config_comes_back_as_gpufleets_message(plugin, engine):
+    config = {"mode": "operatr",
+              "workloads": [{"kind": "inference", "name": "a", "namespace": "n", "image": "x:1",
+                             "gpu": {"count": 0.5}}]}
+    with pytest.raises(grpc.RpcError) as exc:
+        _construct(plugin, engine, "bad", {"config": config})
+    err = exc.value
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    lines = err.details().splitlines()
+    assert ("config: gpufleet:mode: Input should be 'operator', 'standalone' or 'platform-managed'; "
+            "got \"operatr\"") in lines
+    assert all(line.startswith("config: ") for line in lines), lines
+    with pytest.raises(ConfigError) as own:  # exactly what gpufleet itself says about this config
+        parse_sections(config, "config")
+    assert err.details() == str(own.value)
+    assert "Traceback" not in err.details()
+
+
+def test_typed_config_with_another_config_input_is_an_error(plugin, engine):
+    for inputs in ({"config": {"mode": "operator"}, "configYaml": "mode: operator\n"},
+                   {"config": {"mode": "operator"}, "stackFile": str(ROOT / "Pulumi.dev.yaml")}):
+        with pytest.raises(grpc.RpcError) as exc:
+            _construct(plugin, engine, "x", inputs)
+        assert exc.value.details().startswith("GpuStack: give exactly one of stackFile"), exc.value.details()
+        assert "config (the gpufleet: section as a typed object)" in exc.value.details()
+
+
+def test_the_readme_typed_config_example_is_a_valid_config_of_the_served_types(schema):
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Use from other languages"):]
+    ts = re.search(r"```typescript\n(.*?)```", section, re.S).group(1)
+    call = ts.split("new gpufleet.GpuStack(", 1)[1].split(");", 1)[0]
+    assert "config: config" in call
+    declared = r"const config: gpufleet\.types\.input\.StackConfigArgs = (\{.*?\n\});"
+    literal = re.search(declared, ts, re.S).group(1)
+    as_yaml = re.sub(r"(\w+):", r"\1: ", literal)  # the TypeScript object literal is YAML flow style
+    config = yaml.safe_load(as_yaml)
+    root = schema["types"]["gpufleet:index:StackConfig"]
+    assert set(config) <= set(root["properties"])
+    known = {key for typ in schema["types"].values() for key in typ["properties"]}
+
+    def keys(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield k
+                yield from keys(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from keys(v)
+    assert set(keys(config)) <= known
+    parse_sections(config, "README.md")  # a valid config: raises on any problem
+    assert "`stackFile`, `configYaml` and `config`" in " ".join(section.split())
+
+
+def test_a_typed_config_that_is_not_a_mapping_or_not_known(plugin, engine):
+    not_mapping = "config: config: must be a mapping of gpufleet config sections, got list"
+    cases = (([{"mode": "operator"}], not_mapping),
+             ({"mode": "operator", "cluster": {"context": rpc.UNKNOWN}},
+              "config: gpufleet:cluster.context: must be a plain value known when GpuStack is constructed"),
+             ({"mode": "operator", "cluster": {"context": {rpc._special_sig_key: rpc._special_secret_sig,
+                                                           "value": "lab"}}},
+              "config: config: must be a plain object known when GpuStack is constructed, not an Output (no "
+              "secret"))  # the SDK turns an object holding a secret into one secret Output
+    for config, message in cases:
+        with pytest.raises(grpc.RpcError) as exc:
+            _construct(plugin, engine, "x", {"config": config})
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert exc.value.details().startswith(message), exc.value.details()
+        assert "\n" not in exc.value.details() and "Traceback" not in exc.value.details()
