@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.nvidia.dra_prerequisites import KUBELET_PLUGIN_NODE_LABELS
 from policies._common import dig
 
 NFD_VENDOR = "feature.node.kubernetes.io/pci-10de.present"
@@ -28,9 +29,8 @@ OPERATOR_GPU_NODE_LABELS: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_3D_
                                               ((NFD_VGA, "true"),))
 DEVICE_PLUGIN_AFFINITY: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_TEGRA, "NVIDIA"),),
                                             ((GPU_PRESENT, "true"),))
-DRA_KUBELET_PLUGIN_AFFINITY: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_3D_CONTROLLER, "true"),),
-                                                 ((NFD_VGA, "true"),), ((NFD_TEGRA, "NVIDIA"),),
-                                                 ((GPU_PRESENT, "true"),))
+#: One term per label, from the facts of the pinned chart (gpufleet.nvidia.dra_prerequisites).
+DRA_KUBELET_PLUGIN_AFFINITY: tuple[Term, ...] = tuple((label,) for label in KUBELET_PLUGIN_NODE_LABELS)
 
 
 def _terms_of(affinity: Any) -> list[list[dict]] | None:

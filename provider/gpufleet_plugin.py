@@ -97,6 +97,9 @@ class GpuStack(core.GpuStack):
         self.capacity = pulumi.Output.from_input(capacity_summary(cfg))
 
 
+# The two config inputs repeat GpuStackArgs' word for word: the SDK's analyzer reads a field's description from
+# the class's own source, so a TypedDict that inherits them would serve them undocumented (tried: the schema test
+# catches it).
 class StackConfigArgs(TypedDict):
     stack_file: Optional[str]
     ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "

@@ -2,23 +2,20 @@
 
 NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector + required node affinity) depend only
 on the pod and the node (`static_failure`); NodeResourcesFit depends on what is already placed
-(`fit_failures`, `fit_count`). Each node reports only its first failing filter.
+(gpufleet.scheduling.snapshot, over the whole fleet at once). Each node reports only its first failing filter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gpufleet.capacity.model import Node, Taint
-from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from gpufleet.scheduling.validation import is_extended
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-_FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
 
 @dataclass(frozen=True)
@@ -121,36 +118,6 @@ def matches_node_affinity(node: Node, terms: PodTerms) -> bool:
     if any(labels.get(k) != v for k, v in terms.node_selector.items()):
         return False
     return terms.required_terms is None or any(term_matches(t, node) for t in terms.required_terms)
-
-
-def checked_request(requests: dict[str, int], unknown: frozenset[str]) -> dict[str, int]:
-    """The dimensions NodeResourcesFit compares: positive requests, minus resources of unknown size."""
-    return {r: v for r, v in requests.items() if v > 0 and r != PODS and r not in unknown}
-
-
-def fit_failures(free: dict[str, int], pods_free: int | None, request: dict[str, int]) -> list[str]:
-    """NodeResourcesFit reasons (all failing dimensions) for one more pod on a node."""
-    reasons = []
-    if pods_free is not None and pods_free < 1:
-        reasons.append(TOO_MANY_PODS)
-    for name in _FIRST:
-        if name in request and request[name] > free.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-    for name in sorted(request):
-        if name not in _FIRST and request[name] > free.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-    return reasons
-
-
-def fit_count(free: dict[str, int], pods_free: int | None, request: dict[str, int], cap: int) -> int:
-    """How many more copies of the pod fit on the node (at most `cap`): min over r of floor(free_r/req_r)."""
-    n = cap if pods_free is None else min(cap, pods_free)
-    for name, want in request.items():
-        have = free.get(name, 0)
-        if have < want:
-            return 0
-        n = min(n, have // want)
-    return max(n, 0)
 
 
 def failed_scheduling(reasons: list[str] | dict[str, int], total_nodes: int) -> str:

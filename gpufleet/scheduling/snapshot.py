@@ -19,7 +19,7 @@ from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import CPU, MEMORY, PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import PodTerms
+from gpufleet.scheduling.filters import TOO_MANY_PODS, PodTerms
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
 from gpufleet.scheduling.plugins.nodeaffinity import preferred_score, preferred_terms
 from gpufleet.scheduling.plugins.tainttoleration import intolerable_prefer_no_schedule
@@ -124,7 +124,7 @@ class PodShape:
         full = snap.pod_count[at] >= snap.alloc[PODS][at]
         if PODS in snap.unknown:
             full &= ~snap.unknown[PODS][at]
-        short["Too many pods"] = full
+        short[TOO_MANY_PODS] = full
         feasible &= ~full
         for r, v in self.fit.items():
             alloc, used = snap.alloc.get(r), snap.requested.get(r)

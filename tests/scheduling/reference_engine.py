@@ -18,13 +18,14 @@ from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.filters import (checked_request, failed_scheduling, fit_count, fit_failures, pod_terms,
-                                         static_failure)
+from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
+from gpufleet.scheduling.filters import TOO_MANY_PODS, failed_scheduling, pod_terms, static_failure
 from gpufleet.scheduling.manifests import PodWorkload, workloads_of
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
 
 DEFAULT_SCHEDULER = "default-scheduler"
+_FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)
 SEARCH_MAX_PODS = 64
 SEARCH_MAX_NODES = 32
 SEARCH_BUDGET = 200_000
@@ -279,3 +280,34 @@ def _memory(w: PodWorkload, node_list, requests, placements, result: CheckResult
     for p in problems:
         result.warnings.append(Warning(p.workload, p.message))
     return problems[:1] if problems else []
+
+
+# NodeResourcesFit per node as dicts, as the engine before the scheduler emulation computed it.
+def checked_request(requests: dict[str, int], unknown: frozenset[str]) -> dict[str, int]:
+    """The dimensions NodeResourcesFit compares: positive requests, minus resources of unknown size."""
+    return {r: v for r, v in requests.items() if v > 0 and r != PODS and r not in unknown}
+
+
+def fit_failures(free: dict[str, int], pods_free: int | None, request: dict[str, int]) -> list[str]:
+    """NodeResourcesFit reasons (all failing dimensions) for one more pod on a node."""
+    reasons = []
+    if pods_free is not None and pods_free < 1:
+        reasons.append(TOO_MANY_PODS)
+    for name in _FIRST:
+        if name in request and request[name] > free.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    for name in sorted(request):
+        if name not in _FIRST and request[name] > free.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def fit_count(free: dict[str, int], pods_free: int | None, request: dict[str, int], cap: int) -> int:
+    """How many more copies of the pod fit on the node (at most `cap`): min over r of floor(free_r/req_r)."""
+    n = cap if pods_free is None else min(cap, pods_free)
+    for name, want in request.items():
+        have = free.get(name, 0)
+        if have < want:
+            return 0
+        n = min(n, have // want)
+    return max(n, 0)
