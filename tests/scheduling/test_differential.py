@@ -139,16 +139,16 @@ def _placements_fit(node_list, running, manifests, got):
     for p in bound_pods([p for p in running if isinstance(p, dict)]):
         for r, v in p.requests.items():
             used[p.node][r] = used[p.node].get(r, 0) + v
-    specs = {f"{m['kind']}/default/{m['metadata']['name']}": m["spec"] if m["kind"] == "Pod" else m["spec"]["template"]["spec"]
-             for m in manifests}
+    specs = {f"{m['kind']}/default/{m['metadata']['name']}":
+             m["spec"] if m["kind"] == "Pod" else m["spec"]["template"]["spec"] for m in manifests}
     placed = {name: set() for name in nodes}  # what placed pods ask for there (running pods may overcommit)
     for key, name, n in got.placements:
         for r, v in pod_requests(specs[key]).items():
             used[name][r] = used[name].get(r, 0) + v * n
             placed[name] |= {r} if v else set()
-    for name, node in nodes.items():
-        for r in placed[name] - node.unknown - {"pods"}:
-            assert used[name][r] <= node.allocatable.get(r, 0), (name, r, used[name][r], node.allocatable)
+    for name, known in nodes.items():
+        for r in placed[name] - known.unknown - {"pods"}:
+            assert used[name][r] <= known.allocatable.get(r, 0), (name, r, used[name][r], known.allocatable)
 
 
 @st.composite
