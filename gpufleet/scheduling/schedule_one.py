@@ -59,6 +59,8 @@ class Cycle:
     tied: np.ndarray | None = None
     """The positions that shared the best score, when more than one did."""
     blocked: np.ndarray | None = field(default=None, repr=False)
+    extra_failures: dict[str, int] = field(default_factory=dict)
+    """When Pending: how many nodes failed the extra filter (DynamicResources), by reason."""
     """When Pending: the nodes that passed the static filters but not NodeResourcesFit (or the extra filter)."""
 
 
@@ -94,7 +96,7 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
         for reason, hit in [*later.items(), *extra_reasons.items()]:
             counts[reason] = counts.get(reason, 0) + hit
         blocked = np.flatnonzero(shape.eligible)
-        return Cycle(None, n, failed_scheduling(counts, n), blocked=blocked)
+        return Cycle(None, n, failed_scheduling(counts, n), blocked=blocked, extra_failures=extra_reasons)
     if len(window) == 1:
         return Cycle(int(window[0]), processed)
     total = score(snap, shape, window)

@@ -54,6 +54,11 @@ class Run:
     running: np.ndarray | None = None
     """Per node, the pods that were running before the check."""
 
+    def hold(self, node: int, index: int) -> None:
+        """One more pod of workload `index` landed on `node`."""
+        held = self.occupants.setdefault(node, {})
+        held[index] = held.get(index, 0) + 1
+
     def holders(self, shape: PodShape) -> "Holders":
         """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload."""
         found = self._holders.get(id(shape))
@@ -153,8 +158,7 @@ class Simulation:
             out.placed = len(out.nodes)
             placed.extend(out.nodes)
             for node in out.nodes:
-                held = run.occupants.setdefault(node, {})
-                held[index] = held.get(index, 0) + 1
+                run.hold(node, index)
             if failed is not None:
                 # Nothing frees capacity during a check: the remaining replicas fail the same way.
                 out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
@@ -192,8 +196,7 @@ class Simulation:
             snap.place(cycle.node, shape.requests, shape.nonzero)
             out.placed += 1
             out.nodes.append(cycle.node)
-            held = run.occupants.setdefault(cycle.node, {})
-            held[index] = held.get(index, 0) + 1
+            run.hold(cycle.node, index)
             out.devices.append((cycle.node, *used))
         return start
 
@@ -221,7 +224,7 @@ class Simulation:
         except FilterError as e:
             return Cycle(None, snap.n, f'running "DynamicResources" filter plugin: {e}'), None
         if cycle.node is None:
-            if NOT_ON_NODE in cycle.message:
+            if cycle.extra_failures.get(NOT_ON_NODE):  # an allocated claim was unavailable on some node
                 release_unreserved(dra, needs)  # the pod stays Pending this attempt; later pods get the devices
             return cycle, None
         used, allocated = dra.commit(snap.nodes[cycle.node], needs, found[cycle.node])
