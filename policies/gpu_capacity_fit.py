@@ -102,7 +102,7 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         from gpufleet.capacity import memory_budget
 
         for problem in memory_budget(cfg):
-            if problem.error:  # a model that does not fit: model-fits-gpu reports it
+            if problem.error or problem.advisory:  # a model's verdicts: model-fits-gpu and model-concurrency
                 continue
             report_violation(f"GPU memory budget: {problem.message}; expected gpu.memoryMiB within what the "
                              "workload's GPU share has.")

@@ -36,12 +36,16 @@ class MemoryProblem:
     message: str
     error: bool = False
     """A model that does not fit the GPU memory it gets (not a declared memoryMiB, which only warns)."""
+    advisory: bool = False
+    """A model that starts but holds fewer full-length requests than its maxNumSeqs."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "expectedMiB": self.expected_mib, "availableMiB": self.available_mib,
                "message": self.message}
         if self.error:
             out["error"] = True
+        if self.advisory:
+            out["advisory"] = True
         return out
 
 
@@ -51,7 +55,7 @@ def mps_slice_mib(memory_mib: int, replicas: int) -> int:
 
 
 def profile_memory_mib(product: "GpuProduct | None", profile: str) -> int | None:
-    from gpufleet.nvidia.model_budget import profile_memory_mib as from_table
+    from gpufleet.capacity.model_fit import profile_memory_mib as from_table
 
     return from_table(product, profile)
 
@@ -89,9 +93,8 @@ def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
         sharing = cfg.sharing_of_pool(pool)
         expected = gpu.memory_mib
         if expected is None:
-            problem, expected = _model_problem(name, w, product, sharing)
-            if problem is not None:
-                problems.append(problem)
+            found, expected = _model_problem(name, w, product, sharing)
+            problems += found
             if sharing is None or sharing.strategy != "mps":  # co-tenants of a time-sliced GPU: summed below
                 if gpu.visible_devices is not None:
                     _pinned(name, expected, _pods(w), pool, product, sharing, gpu.visible_devices, shared_pools)
@@ -124,32 +127,40 @@ def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
     return problems
 
 
-def _model_problem(name: str, w, product: "GpuProduct", sharing) -> tuple[MemoryProblem | None, int]:
-    """(the misfit, or None; the need per pod in MiB) of a workload's model on one GPU of its share."""
-    from gpufleet.capacity.model_fit import is_vllm, misfit_message
-    from gpufleet.nvidia.model_budget import mig_budget, mps_budget, time_sliced_budget, whole_gpu_budget
-    from gpufleet.nvidia.model_memory import need_per_gpu
+def _model_problem(name: str, w, product: "GpuProduct", sharing) -> tuple[list[MemoryProblem], int]:
+    """(the engine's verdicts: a refusal is an error, a concurrency shortfall advisory; the memory per pod in
+    MiB that co-tenants of a shared GPU must leave it) of a workload's model on one GPU of its share."""
+    from gpufleet.capacity.model_fit import judge, mig_instance, mps_slice, time_sliced, whole_gpu
+    from gpufleet.config.model_serving import served_model
 
-    gpu, shape, serving = w.gpu, w.model.shape(), w.model.serving()
-    need = need_per_gpu(shape, serving)
-    per_pod = need.mib * serving.tensor_parallel
+    gpu = w.gpu
+    try:
+        served = served_model(w.model, w.image, [*(w.command or []), *(w.args or [])])
+    except (ValueError, TypeError, ZeroDivisionError):
+        return [], 0  # reported by the config rules
     mps = sharing is not None and sharing.strategy == "mps" and (gpu.shared or gpu.visible_devices is not None)
     if gpu.profile is not None:
         mem = profile_memory_mib(product, gpu.profile)
         if mem is None:
-            return None, per_pod
-        budget = mig_budget(product, gpu.profile, mem)
+            return [], 0
+        device = mig_instance(product, gpu.profile, mem)
     elif mps:
-        budget = mps_budget(product, sharing.replicas)
+        device = mps_slice(product, sharing.replicas)
     elif sharing is not None and (gpu.shared or gpu.visible_devices is not None):
-        budget = time_sliced_budget(product)
+        device = time_sliced(product)
     else:
-        budget = whole_gpu_budget(product)
-    argv = [*(w.command or []), *(w.args or [])]
-    message = misfit_message(name, w.model.label, shape, serving, budget, product, is_vllm(w.image), argv)
-    if message is None:
-        return None, per_pod
-    return MemoryProblem(name, need.mib, budget.usable_mib, message, error=True), per_pod
+        device = whole_gpu(product, count=served.args.tensor_parallel)
+    verdict = judge(name, served, [device])
+    s = verdict.assessment.startup
+    per_gpu = -(-(s.requested if served.args.kv_cache_memory_bytes is None else
+                  s.weights + s.activation + s.non_torch + s.cudagraph + s.kv_available) // (1 << 20))
+    per_pod = per_gpu * served.args.tensor_parallel * served.args.pipeline_parallel * served.args.data_parallel
+    problems = []
+    if verdict.error is not None:
+        problems.append(MemoryProblem(name, verdict.need_mib, verdict.budget_mib, verdict.error, error=True))
+    problems += [MemoryProblem(name, verdict.need_mib, verdict.budget_mib, m, advisory=True)
+                 for m in verdict.warnings]
+    return problems, per_pod
 
 
 def _pinned(name, expected, pods, pool: "NodePool", product, sharing, visible: str, groups) -> list[MemoryProblem]:

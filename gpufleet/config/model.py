@@ -1,9 +1,15 @@
-"""`workloads[].model`: the model an inference workload serves, for the GPU memory it needs (docs/model-memory.md).
+"""`workloads[].model`: the model an inference server serves, for the GPU memory the engine will take
+(docs/model-memory.md).
 
-Either the architecture facts (`parameters`, `layers`, `kvHeads`, `headDim` or `hiddenSize` + `attentionHeads`),
-or `config:`, the path (relative to the project directory) of a Hugging Face config.json kept in the
-repository; it is read offline when the stack is loaded, never downloaded. Facts written beside `config:`
-win over the file's.
+Either `config:`, the path (relative to the project directory) of the model's Hugging Face config.json or of
+the checkpoint folder holding it, kept in the repository and read offline (never downloaded); the
+`model.safetensors.index.json` beside it, or the one `safetensorsIndex:` names, gives the exact stored bytes.
+Or the facts by hand (`parameters`, `layers`, `kvHeads`, `headDim` or `hiddenSize` + `attentionHeads`).
+Facts written beside `config:` win over the file's.
+
+The serving fields are the engine's flags (`engine: vllm`, the arithmetic of vLLM's V1 engine >= 0.8). For a
+vLLM image the container's flags are read too: a field left out takes the flag's value, and a field that
+disagrees with its flag is an error.
 """
 
 from __future__ import annotations
@@ -12,47 +18,69 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
 from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia.hf_config import HfConfigError, hf_config_facts
-from gpufleet.nvidia.model_memory import ModelShape, Serving
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
-KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp32"]
-#: config.json fact (the field's Python name) -> its YAML key.
-_FACT_FIELDS = {"layers": "layers", "kv_heads": "kvHeads", "head_dim": "headDim", "hidden_size": "hiddenSize",
-                "attention_heads": "attentionHeads",
-                "parameters": "parameters", "architecture": "architecture", "dtype": "dtype",
-                "max_position_embeddings": "maxPositionEmbeddings", "moe": "moe"}
+KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"]
+Quantization = Literal["fp8", "compressed-tensors", "awq", "gptq", "bitsandbytes", "mxfp4"]
+INDEX_NAME = "model.safetensors.index.json"
+#: config.json fact -> the field that overrides it.
+_FACT_FIELDS = {"layers": "layers", "kv_heads": "kv_heads", "head_dim": "head_dim", "hidden_size": "hidden_size",
+                "attention_heads": "attention_heads", "architecture": "architecture", "dtype": "dtype",
+                "max_position_embeddings": "max_position_embeddings", "moe": "moe"}
 
 
-def _read_hf_config(path: str, project_dir: Path) -> dict:
-    """The facts of a config.json under the project; ValueError with the path and the problem."""
-    where = (project_dir / path) if not Path(path).is_absolute() else Path(path)
+def _read_json(path: str, project_dir: Path, what: str) -> tuple[Any, Path]:
+    where = Path(path) if Path(path).is_absolute() else project_dir / path
     shown = f"'{path}'" + ("" if str(where) == path else f" ({where})")
     try:
         text = where.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ValueError(f"config.json {shown} does not exist; expected the path of a Hugging Face config.json "
-                         "kept in the project (it is never downloaded)") from None
+        raise ValueError(f"{what} {shown} does not exist; expected the path of a Hugging Face {what} kept in "
+                         "the project (it is never downloaded)") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {shown} is a folder; expected a file") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"config.json {shown} cannot be read: {e.__class__.__name__}") from None
+        raise ValueError(f"{what} {shown} cannot be read: {e.__class__.__name__}") from None
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"config.json {shown} is not JSON: {e.msg} at line {e.lineno}") from None
+        return json.loads(text), where
+    except (json.JSONDecodeError, RecursionError) as e:
+        where_ = f": {e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else ": nested too deep"
+        raise ValueError(f"{what} {shown} is not JSON{where_}") from None
+
+
+def read_model_files(config: str, index: str | None, project_dir: Path) -> tuple[dict, dict | None]:
+    """(config.json, safetensors index or None) for `config:` (a file or a checkpoint folder); ValueError
+    naming the path and the problem."""
+    where = Path(config) if Path(config).is_absolute() else project_dir / config
+    path = str(Path(config) / "config.json") if where.is_dir() else config
+    doc, found = _read_json(path, project_dir, "config.json")
+    if not isinstance(doc, dict):
+        raise ValueError(f"config.json '{path}' is not a JSON object")
     try:
-        return hf_config_facts(doc)
+        hf_config_facts(doc)
     except HfConfigError as e:
-        raise ValueError(f"config.json {shown} {e}") from None
+        raise ValueError(f"config.json '{path}' {e}") from None
+    index_doc = None
+    if index is not None:
+        index_doc, _ = _read_json(index, project_dir, "safetensors index")
+    elif (found.parent / INDEX_NAME).is_file():
+        index_doc, _ = _read_json(str(found.parent / INDEX_NAME), project_dir, "safetensors index")
+    if index_doc is not None:
+        size = (index_doc.get("metadata") or {}).get("total_size") if isinstance(index_doc, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"safetensors index of '{path}' has metadata.total_size={size!r}; expected the "
+                             "checkpoint's size in bytes (a positive integer)")
+    return doc, index_doc
 
 
 def _project_dir(info: ValidationInfo) -> Path:
-    context = info.context or {}
-    return Path(context.get("project_dir") or ".")
+    return Path((info.context or {}).get("project_dir") or ".")
 
 
 class ModelSpec(Model):
@@ -60,10 +88,16 @@ class ModelSpec(Model):
 
     name: str | None = None
     """A label for messages, e.g. meta-llama/Llama-3.1-8B-Instruct."""
+    safetensors_index: str | None = None
+    """Path of model.safetensors.index.json (exact stored bytes); default: the one beside config.json."""
     config: str | None = None
-    """Path of the model's Hugging Face config.json in the project (read offline)."""
+    """Path of the model's Hugging Face config.json, or of the checkpoint folder holding it (read offline)."""
+    engine: Literal["vllm"] = "vllm"
+    """The serving engine whose arithmetic is followed: vLLM's V1 engine (>= 0.8)."""
+    engine_version: str | None = Field(default=None, pattern=r"^v?\d+\.\d+(\.\d+)?$")
+    """e.g. 0.11.0; default: the image tag's version (CUDA graphs count in the budget from 0.21)."""
     parameters: int | None = Field(default=None, ge=1)
-    """Total parameters (e.g. 8030261248). Derived from config.json for Llama, Mistral and Qwen2 models."""
+    """Total parameters, every expert (e.g. 8030261248); by hand only, counted from config.json otherwise."""
     layers: int | None = Field(default=None, ge=1)
     """num_hidden_layers."""
     kv_heads: int | None = Field(default=None, ge=1)
@@ -72,143 +106,93 @@ class ModelSpec(Model):
     """head_dim; default hiddenSize / attentionHeads."""
     hidden_size: int | None = Field(default=None, ge=1)
     attention_heads: int | None = Field(default=None, ge=1)
-    """num_attention_heads (only to derive headDim)."""
+    """num_attention_heads."""
+    intermediate_size: int | None = Field(default=None, ge=1)
+    """MLP width (by hand; for the profiled activation)."""
+    vocab_size: int | None = Field(default=None, ge=1)
+    """Vocabulary (by hand; for the sampler's share of the activation)."""
     architecture: str | None = None
-    """architectures[0] of config.json, e.g. LlamaForCausalLM: picks the activation constant."""
+    """architectures[0] of config.json, e.g. LlamaForCausalLM."""
     moe: bool = False
-    """Mixture of experts (larger activation constant)."""
+    """Mixture of experts (by hand: llm-d's larger activation constant when widths are not given)."""
     max_position_embeddings: int | None = Field(default=None, ge=1)
     """The model's longest context; maxModelLen may not exceed it."""
     dtype: Dtype | None = None
-    """Weight dtype: bf16, fp16, fp8, int8, int4 (fp32). Default: config.json torch_dtype, else bf16."""
+    """Weight dtype of facts by hand (bf16, fp16, fp8, int8, int4, fp32); default config.json's, else bf16."""
+    quantization: Quantization | None = None
+    """The checkpoint's format when config.json has no quantization_config (vLLM --quantization)."""
     kv_cache_dtype: KvDtype = "auto"
     """KV cache dtype (vLLM --kv-cache-dtype); auto is the compute dtype (16-bit for quantized weights)."""
     max_model_len: int | None = Field(default=None, ge=1)
-    """Longest sequence (prompt + output) served; default maxPositionEmbeddings."""
-    max_num_seqs: int = Field(default=1, ge=1)
-    """Sequences served at once at full context (vLLM --max-num-seqs). Default 1: vLLM's own startup check."""
+    """Longest request (prompt + output) served (--max-model-len); default maxPositionEmbeddings."""
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    """Requests served at once (--max-num-seqs). When set, a KV cache holding fewer full-length sequences is a
+    warning; default the engine's (256, or 1024 on a GPU of 70 GiB or more), without that warning."""
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    """Tokens per scheduler step (--max-num-batched-tokens); sizes the profiled activation."""
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of the CUDA-visible total the engine reserves (--gpu-memory-utilization, default 0.9)."""
+    kv_cache_memory_mib: int | None = Field(default=None, ge=1, alias="kvCacheMemoryMiB")
+    """KV cache per GPU (--kv-cache-memory); replaces the utilization's budget."""
     tensor_parallel: int = Field(default=1, ge=1)
-    """GPUs the model is split over (vLLM --tensor-parallel-size); at most gpu.count."""
+    """GPUs each layer is split over (--tensor-parallel-size)."""
+    pipeline_parallel: int = Field(default=1, ge=1)
+    """Stages the layers are split over (--pipeline-parallel-size)."""
+    data_parallel: int = Field(default=1, ge=1)
+    """Replicas in one server (--data-parallel-size); tensorParallel x pipelineParallel x dataParallel GPUs."""
+    expert_parallel: bool = False
+    """Experts spread over the ranks instead of split (--enable-expert-parallel)."""
+    enforce_eager: bool = False
+    """No CUDA graphs (--enforce-eager)."""
     activation_mib: int | None = Field(default=None, ge=0, alias="activationMiB")
-    """Measured activation peak in MiB (vLLM log 'torch peak memory increase'); default llm-d's constants."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _merge_config_json(cls, data: Any, info: ValidationInfo) -> Any:
-        """Facts from config.json for the keys not written in the stack file (a bad file: see `_check_config`)."""
-        if not isinstance(data, dict) or not isinstance(data.get("config"), str):
-            return data
-        try:
-            facts = _read_hf_config(data["config"], _project_dir(info))
-        except ValueError:
-            return data
-        merged = dict(data)
-        for fact, key in _FACT_FIELDS.items():
-            if fact in facts and key not in data and fact not in data:
-                merged[key] = facts[fact]
-        return merged
+    """Measured peak activation in MiB (vLLM's 'torch peak memory increase'); default computed."""
 
     @field_validator("config")
     @classmethod
     def _check_config(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
             try:
-                _read_hf_config(value, _project_dir(info))
+                read_model_files(value, info.data.get("safetensors_index"), _project_dir(info))
             except ValueError as e:
                 raise PydanticCustomError("config_json", str(e).replace("{", "{{").replace("}", "}}")) from None
         return value
 
-    def shape(self) -> ModelShape:
-        """The facts, once `model_issues` found none missing."""
-        head_dim = self.head_dim or self.hidden_size // self.attention_heads
-        return ModelShape(self.parameters, self.layers, self.kv_heads, head_dim, self.dtype or "bf16",
-                          self.kv_cache_dtype, self.architecture, self.moe, self.max_position_embeddings,
-                          None if self.activation_mib is None else self.activation_mib << 20)
+    def model_post_init(self, context: Any) -> None:
+        docs: tuple[dict | None, dict | None] = (None, None)
+        if self.config is not None:
+            project = Path((context or {}).get("project_dir") or ".") if isinstance(context, dict) else Path(".")
+            try:
+                docs = read_model_files(self.config, self.safetensors_index, project)
+            except ValueError:
+                pass  # reported by _check_config
+        object.__setattr__(self, "_docs", docs)
 
-    def serving(self) -> Serving:
-        return Serving(self.max_model_len or self.max_position_embeddings, self.max_num_seqs, self.tensor_parallel)
+    @property
+    def hf_config(self) -> dict | None:
+        return getattr(self, "_docs", (None, None))[0]
+
+    @property
+    def index(self) -> dict | None:
+        return getattr(self, "_docs", (None, None))[1]
+
+    def fact(self, name: str):
+        """A fact written here, else config.json's."""
+        value = getattr(self, name)
+        if value is not None and (name != "moe" or value):
+            return value
+        doc = self.hf_config
+        if doc is None:
+            return value
+        try:
+            return hf_config_facts(doc).get(name, value)
+        except HfConfigError:
+            return value
 
     @property
     def label(self) -> str:
         return self.name or self.config or ""
 
 
-def model_issues(path: str, model: ModelSpec, gpu_count: int, argv: list[str] | tuple[str, ...] = (),
-                 args_path: str = "") -> list[ConfigIssue]:
-    """Facts a workload's `model:` block (at YAML path `path`) lacks or contradicts; `argv`: the command line
-    of a vLLM image (its flags must say what the block says, at `args_path`)."""
-    source = " or in its config.json" if model.config else " (or set config: to a config.json)"
-    issues = []
-    for key, value in (("parameters", model.parameters), ("layers", model.layers), ("kvHeads", model.kv_heads)):
-        if value is None:
-            issues.append(ConfigIssue(f"{path}.{key}", f"required to compute GPU memory; expected it here{source}"))
-    if model.head_dim is None and not (model.hidden_size and model.attention_heads):
-        issues.append(ConfigIssue(f"{path}.headDim", f"required (or hiddenSize and attentionHeads){source}"))
-    if model.max_model_len is None and model.max_position_embeddings is None:
-        issues.append(ConfigIssue(f"{path}.maxModelLen", "required: the longest sequence served (no "
-                                  "maxPositionEmbeddings to default to)"))
-    elif (model.max_model_len and model.max_position_embeddings
-          and model.max_model_len > model.max_position_embeddings):
-        issues.append(ConfigIssue(f"{path}.maxModelLen", f"{model.max_model_len} exceeds the model's context "
-                                  f"(maxPositionEmbeddings {model.max_position_embeddings}); allowed: 1 to "
-                                  f"{model.max_position_embeddings}"))
-    if model.tensor_parallel > gpu_count:
-        issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.tensor_parallel} GPUs, but gpu.count is "
-                                  f"{gpu_count}; allowed: 1 to {gpu_count}"))
-    issues += _flag_issues(path, model, argv, args_path)
-    if model.tensor_parallel > 1 and model.attention_heads and model.attention_heads % model.tensor_parallel:
-        issues.append(ConfigIssue(f"{path}.tensorParallel", f"{model.attention_heads} attention heads do not "
-                                  f"divide by {model.tensor_parallel} (vLLM refuses)"))
-    return issues
+from gpufleet.config.model_serving import check_model, memory_conflicts, model_issues, served_model  # noqa: E402
 
-
-def check_model(i: int, w) -> list[ConfigIssue]:
-    """The problems of workload i's `model:` block (with its GPU request and, for vLLM images, its flags)."""
-    from gpufleet.config._paths import yaml_path
-
-    if w.gpu is None:
-        return [ConfigIssue(yaml_path("workloads", i, "gpu"), "required with model: the model's memory is checked "
-                            "against the GPU (or share) the workload requests")]
-    argv = [*(w.command or []), *(w.args or [])] if "vllm" in w.image.lower() else []
-    return model_issues(yaml_path("workloads", i, "model"), w.model, w.gpu.count, argv,
-                        yaml_path("workloads", i, "args" if w.args else "command"))
-
-
-#: vLLM --kv-cache-dtype spellings -> ours (fp8 variants all take one byte).
-_VLLM_KV_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
-
-
-def _flag_issues(path: str, model: ModelSpec, argv, args_path: str) -> list[ConfigIssue]:
-    from gpufleet.nvidia.model_budget import cli_flag
-
-    declared = {"--max-model-len": ("maxModelLen", model.max_model_len or model.max_position_embeddings),
-                "--max-num-seqs": ("maxNumSeqs", model.max_num_seqs),
-                "--tensor-parallel-size": ("tensorParallel", model.tensor_parallel),
-                "--kv-cache-dtype": ("kvCacheDtype", model.kv_cache_dtype)}
-    issues = []
-    for flag, (key, value) in declared.items():
-        given = cli_flag(list(argv), flag)
-        if given is None or value is None:
-            continue
-        same = given.split("_")[0] == "fp8" == value or _VLLM_KV_DTYPES.get(given, given) == str(value)
-        if not same:
-            issues.append(ConfigIssue(args_path, f"{flag} {given} disagrees with {path.split(':', 1)[1]}.{key} "
-                                      f"{value}; expected the same value (the GPU memory check uses model:)"))
-    return issues
-
-
-def memory_conflicts(workloads) -> list[str]:
-    """Warnings for workloads whose declared gpu.memoryMiB disagrees with their model's computed need."""
-    from gpufleet.config._paths import yaml_path
-    from gpufleet.nvidia.model_memory import conflict_message, need_per_gpu
-
-    out = []
-    for i, w in enumerate(workloads):
-        if w.model is None or w.gpu is None or w.gpu.memory_mib is None:
-            continue
-        serving = w.model.serving()
-        need = need_per_gpu(w.model.shape(), serving).mib * serving.tensor_parallel
-        message = conflict_message(yaml_path("workloads", i), w.gpu.memory_mib, need)
-        if message is not None:
-            out.append(message)
-    return out
+__all__ = ["ModelSpec", "check_model", "memory_conflicts", "model_issues", "read_model_files", "served_model"]

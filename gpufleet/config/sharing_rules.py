@@ -11,8 +11,8 @@ from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import BatchJob, InferenceService
 from gpufleet.errors import ConfigIssue
-from gpufleet.nvidia.model_budget import cli_flag
-from gpufleet.nvidia.model_memory import VLLM_DEFAULT_UTILIZATION
+from gpufleet.nvidia.model_memory.flags import flag_value
+from gpufleet.nvidia.model_memory.vllm import DEFAULT_UTILIZATION
 from gpufleet.nvidia.products import find_product
 from gpufleet.nvidia.sharing import CUDA_CONTEXT_FLOOR_MIB, mps_share_mib
 
@@ -140,9 +140,10 @@ def _memory_issue(i, w, pool_name, what, devices, slices, per_device) -> list[Co
               f"{per_device} pods share one {what} and its memory, with no isolation")
     if "vllm" in w.image.lower():
         argv = [*(w.command or []), *(w.args or [])]
-        raw = cli_flag(argv, "--gpu-memory-utilization")
+        raw = flag_value(argv, "--gpu-memory-utilization")
+        declared = w.model.gpu_memory_utilization if w.model is not None else None
         try:
-            util = float(raw) if raw is not None else VLLM_DEFAULT_UTILIZATION
+            util = float(raw) if raw is not None else (declared or DEFAULT_UTILIZATION)
         except ValueError:
             return []
         fit = math.floor(90 / per_device) / 100  # room for the others' CUDA contexts beside the shares

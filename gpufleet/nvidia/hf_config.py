@@ -33,9 +33,6 @@ def hf_config_facts(doc: dict) -> dict:
                if not isinstance(v, int) or isinstance(v, bool) or v < 1]
     if missing:
         raise HfConfigError(f"lacks {', '.join(missing)} (a positive integer)")
-    if _first(text, "kv_lora_rank") is not None:
-        raise HfConfigError("uses multi-head latent attention (kv_lora_rank), which gpufleet does not model; "
-                            "declare the model's facts instead of config")
     kv = _first(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num") or heads
     head_dim = _first(text, "head_dim") or hidden // heads
     facts = {"layers": layers, "kv_heads": kv, "head_dim": head_dim, "hidden_size": hidden, "attention_heads": heads,

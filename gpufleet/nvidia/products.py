@@ -83,6 +83,14 @@ PRODUCTS: dict[str, GpuProduct] = {
         GpuProduct("NVIDIA-L4", "NVIDIA-L4", 23034, (8, 9), "ada-lovelace"),
         GpuProduct("NVIDIA-L40S", "NVIDIA-L40S", 46068, (8, 9), "ada-lovelace"),
         # Pascal (NVML names "Tesla P100-PCIE-16GB", "Tesla P4"; memory as nvidia-smi reports it).
+        # Workstation and consumer cards model servers run on (nvidia-smi totals; no MIG).
+        GpuProduct("NVIDIA-A10G", "NVIDIA-A10G", 23028, (8, 6), "ampere"),
+        GpuProduct("NVIDIA-RTX-A6000", "NVIDIA-RTX-A6000", 49140, (8, 6), "ampere"),
+        GpuProduct("NVIDIA-L40", "NVIDIA-L40", 46068, (8, 9), "ada-lovelace"),
+        GpuProduct("NVIDIA-RTX-6000-Ada-Generation", "NVIDIA-RTX-6000-Ada-Generation", 49140, (8, 9), "ada-lovelace"),
+        GpuProduct("NVIDIA-GeForce-RTX-3090", "NVIDIA-GeForce-RTX-3090", 24576, (8, 6), "ampere"),
+        GpuProduct("NVIDIA-GeForce-RTX-4090", "NVIDIA-GeForce-RTX-4090", 24564, (8, 9), "ada-lovelace"),
+        GpuProduct("NVIDIA-GeForce-RTX-5090", "NVIDIA-GeForce-RTX-5090", 32607, (12, 0), "blackwell"),
         GpuProduct("Tesla-P100-PCIE-16GB", "Tesla-P100-PCIE-16GB", 16280, (6, 0), "pascal"),
         GpuProduct("Tesla-P4", "Tesla-P4", 7611, (6, 1), "pascal"),
     ]
@@ -96,3 +104,15 @@ def find_product(name: str) -> GpuProduct | None:
         if wanted in (product.key, product.label):
             return product
     return None
+
+
+def match_products(text: str) -> list[GpuProduct]:
+    """Products a user's shorthand names: the exact key or label, else every product whose key contains the
+    text (case and spaces ignored), e.g. '4090' or 'H100-PCIe'."""
+    exact = find_product(text)
+    if exact is not None:
+        return [exact]
+    wanted = text.strip().replace(" ", "-").lower()
+    if not wanted:
+        return []
+    return [p for p in PRODUCTS.values() if wanted in p.key.lower()]

@@ -8,7 +8,6 @@ from typing import Any
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workload_rules import default_port_name
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Probe, ServiceExposure
-from gpufleet.nvidia.model_memory import need_per_gpu, to_annotation
 from gpufleet.nvidia.sharing import workload_resource
 from gpufleet.render.claims import claim_template, container_claims, pod_claims
 from gpufleet.render.labels import (
@@ -129,11 +128,18 @@ def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[s
 
 
 def _model_annotations(w) -> dict[str, str]:
-    """The model's need per pod (MiB: per GPU x tensorParallel) and the facts to recompute it on any node."""
-    shape, serving = w.model.shape(), w.model.serving()
-    vllm = "vllm" in w.image.lower()
-    facts = json.dumps(to_annotation(w.model.label, shape, serving, vllm), sort_keys=True, separators=(",", ":"))
-    need = need_per_gpu(shape, serving).mib * serving.tensor_parallel
+    """The facts to recompute the engine's verdict on any node, and the least memory per pod it starts in
+    (MiB: per GPU x the GPUs of one server)."""
+    from gpufleet.config.model_serving import minimum_mib, served_model
+
+    try:
+        served = served_model(w.model, w.image, [*(w.command or []), *(w.args or [])])
+    except (ValueError, TypeError, ZeroDivisionError):
+        return {}  # the config rules report it; nothing is rendered for a stack with errors
+    a = served.args
+    need = minimum_mib(served) * a.tensor_parallel * a.pipeline_parallel * a.data_parallel
+    doc = {**served.to_json(), "expectedMiB": need}
+    facts = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return {EXPECTED_GPU_MEMORY_ANNOTATION: str(need), MODEL_MEMORY_ANNOTATION: facts}
 
 

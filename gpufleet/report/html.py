@@ -81,10 +81,22 @@ def _row(row: NodeRow, workloads: list[WorkloadView]) -> dict:
 
 
 def _bar(w: WorkloadView) -> dict | None:
+    if w.model is not None:
+        m = w.model
+        scale = max(m.visible_mib, m.weights_mib + m.overhead_mib, 1)
+        parts = [("weights", m.weights_mib), ("overhead", m.overhead_mib), ("kv", m.kv_mib)]
+        x, segments = 0.0, []
+        for name, n in parts:
+            width = round(n / scale * BAR_W, 1)
+            segments.append({"name": name, "x": x, "width": width, "mib": n})
+            x += width
+        return {"model": True, "segments": segments, "width": BAR_W,
+                "reserved": round(m.reserved_mib / scale * BAR_W, 1)}
     if w.expected_mib is None or w.budget_mib is None:
         return None
     scale = max(w.expected_mib, w.budget_mib, 1)
-    return {"budget": round(w.budget_mib / scale * BAR_W, 1), "need": round(min(w.expected_mib, w.budget_mib) / scale * BAR_W, 1),
+    return {"model": False, "budget": round(w.budget_mib / scale * BAR_W, 1),
+            "need": round(min(w.expected_mib, w.budget_mib) / scale * BAR_W, 1),
             "over": round(max(w.expected_mib - w.budget_mib, 0) / scale * BAR_W, 1), "width": BAR_W}
 
 

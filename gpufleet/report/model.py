@@ -30,6 +30,23 @@ ROW_NAMES_SHOWN = 3
 
 
 @dataclass(frozen=True)
+class ModelBar:
+    """A served model on the device of its first node, as the engine accounts for it (MiB)."""
+
+    visible_mib: int
+    reserved_mib: int
+    weights_mib: int
+    overhead_mib: int
+    """Peak activation, non-torch memory and counted CUDA graphs."""
+    kv_mib: int
+    kv_tokens: int
+    concurrency: float
+    max_model_len: int
+    max_num_seqs: int | None
+    starts: bool
+
+
+@dataclass(frozen=True)
 class WorkloadView:
     key: str
     index: int
@@ -44,6 +61,7 @@ class WorkloadView:
     pools: tuple[str, ...] = ()  # for pods left pending: the pools whose nodes pass its taint/selector filters
     held_by: str = ""  # for pods left pending: who holds the nodes it could use (the check's blockedBy)
     fix: str = ""
+    model: ModelBar | None = None
 
 
 @dataclass(frozen=True)
@@ -255,9 +273,10 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
         pools = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
         held_by, fix = blocked.get(key, ("", ""))
+        bar = _model_bar(w, node_by_name[where[0][0]], requests) if where and request else None
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message,
-                                  pools, held_by, fix))
+                                  pools, held_by, fix, bar))
     running_index = None
     if running:
         running_index = len(views)
@@ -294,3 +313,24 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         view.rows.sort(key=lambda r: -sum(r.pods.values()))
     warnings = [(w.workload, w.message) for w in result.warnings]
     return FleetReport(title, list(pools.values()), views, warnings)
+
+
+def _model_bar(w, node: Node, requests: dict[str, int]) -> ModelBar | None:
+    """The engine's start-up of a workload's model on the node it landed on; None without a usable model."""
+    from gpufleet.capacity.model_fit import MODEL_ANNOTATION, node_device, read_annotation
+    from gpufleet.errors import InputError
+    from gpufleet.nvidia.model_memory.verdict import assess
+
+    raw = (w.annotations or {}).get(MODEL_ANNOTATION)
+    device = node_device(node, requests) if raw is not None else None
+    if device is None:
+        return None
+    try:
+        served = read_annotation(w.key, raw)
+    except InputError:
+        return None
+    a = assess(w.key, served, device)
+    s, mib = a.startup, 1 << 20
+    return ModelBar(s.visible // mib, s.requested // mib, s.weights // mib,
+                    (s.activation + s.non_torch + s.cudagraph) // mib, max(s.kv_available, 0) // mib, s.kv_tokens,
+                    s.max_concurrency, served.args.max_model_len, served.args.max_num_seqs, a.error is None)

@@ -204,7 +204,7 @@ class _Check:
         eligible = [self.nodes[i] for i in np.flatnonzero(shape.eligible)]
         verdict = check_manifest_model(w.key, w.annotations, eligible, shape.requests, container_argv(w.spec))
         result = self.result
-        result.warnings += [Warning(w.key, m) for m in verdict.warnings]
+        result.warnings += [Warning(w.key, m, reason="model") for m in verdict.warnings]
         if verdict.error is not None:
             result.unschedulable.append(Unschedulable(w.key, "memory", w.replicas, verdict.error))
             result.memory.append(MemoryProblem(w.key, verdict.need_mib, verdict.budget_mib, verdict.error,

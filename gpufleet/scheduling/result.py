@@ -60,9 +60,13 @@ class Warning:
     workload: str
     message: str
     blocked: Blocked | None = None
+    reason: str = ""
+    """`model`: the engine starts the workload's model but holds fewer full-length requests than asked."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "message": self.message}
+        if self.reason:
+            out["reason"] = self.reason
         if self.blocked is not None:
             out["blockedBy"] = self.blocked.to_json()
         return out

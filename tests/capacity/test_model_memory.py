@@ -1,185 +1,324 @@
-"""The model memory arithmetic, pinned to published model facts, and the fixes it proposes."""
+"""A workload's `model:` block and its vLLM flags made into the engine's facts (gpufleet.config.model_serving),
+the device a pod gets from a node pool or a node's GFD labels (gpufleet.capacity.model_fit), and the stack's
+memory check of a model (gpufleet.capacity.memory_budget)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+import yaml
+from pydantic import ValidationError
 
-from gpufleet.nvidia.hf_config import dense_parameters, hf_config_facts
-from gpufleet.nvidia.model_budget import (
-    dra_budget, fits, fixes_for, gpu_memory_utilization, largest_max_model_len, largest_max_num_seqs,
-    largest_mps_replicas, mig_budget, mps_budget, smallest_mig_profile, time_sliced_budget, whole_gpu_budget,
-)
-from gpufleet.nvidia.model_memory import (
-    BLOCK_SIZE, GIB, MIB, ModelShape, Serving, from_annotation, kv_bytes_per_token, need_per_gpu, to_annotation,
-    weights_bytes,
-)
+from gpufleet.capacity.kubectl import node_from_object
+from gpufleet.capacity.memory_budget import memory_budget
+from gpufleet.capacity.model_fit import dra_device, judge, mig_instance, mps_slice, node_device, time_sliced, whole_gpu
+from gpufleet.config.loading import load_stack
+from gpufleet.config.model import ModelSpec, model_issues, served_model
+from gpufleet.errors import ConfigError
+from gpufleet.nvidia.model_memory import GIB, MIB
 from gpufleet.nvidia.products import find_product
+from tests.scheduling.kube import node
 
 ROOT = Path(__file__).resolve().parents[2]
+LLAMA_CONFIG = ROOT / "models/llama-3.1-8b/config.json"
+LLAMA_INDEX = ROOT / "tests/fixtures/checkpoints/meta-llama__Llama-3.1-8B-Instruct/index-metadata.json"
 H100 = find_product("NVIDIA-H100-80GB-HBM3")
-T4 = find_product("Tesla-T4")
-# meta-llama/Llama-3.1-8B config.json: 32 layers, 32 query / 8 KV heads, head dim 128; 8.03 B parameters.
-LLAMA_8B = ModelShape(8_030_261_248, 32, 8, 128, "bf16", architecture="LlamaForCausalLM",
-                      max_position_embeddings=131072)
+L4 = find_product("NVIDIA-L4")
+A100 = find_product("NVIDIA-A100-SXM4-80GB")
+VLLM = "vllm/vllm-openai:v0.11.0"
 
 
-def test_llama_3_1_8b_needs_128_kib_of_kv_cache_per_token_at_bf16():
-    assert kv_bytes_per_token(LLAMA_8B) == 131072
-    assert kv_bytes_per_token(replace(LLAMA_8B, kv_cache_dtype="fp8")) == 65536
+def checkpoint(tmp_path: Path, index_total: int | None = None, folder: str = "llama") -> Path:
+    """A checkpoint folder in the project: the real Llama-3.1-8B config.json, and an index when asked."""
+    where = tmp_path / folder
+    where.mkdir(parents=True, exist_ok=True)
+    shutil.copy(LLAMA_CONFIG, where / "config.json")
+    if index_total is not None:
+        (where / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": index_total}, "weight_map": {}}))
+    return where
 
 
-def test_kv_heads_are_split_by_tensor_parallel_and_replicated_below_one_per_gpu():
-    assert kv_bytes_per_token(LLAMA_8B, 2) == 65536
-    assert kv_bytes_per_token(LLAMA_8B, 8) == 16384
-    # Qwen2.5-7B has 4 KV heads: at TP 8 each GPU still holds one (vLLM replicates), 28 layers x 128 dims
-    qwen = ModelShape(7_615_616_512, 28, 4, 128)
-    assert kv_bytes_per_token(qwen) == 57344
-    assert kv_bytes_per_token(qwen, 8) == 2 * 28 * 1 * 128 * 2
+def spec(tmp_path: Path, **block) -> ModelSpec:
+    return ModelSpec.model_validate(block, context={"project_dir": str(tmp_path)})
 
 
-def test_published_configs_give_the_published_parameter_counts():
-    llama = hf_config_facts(json.loads((ROOT / "models/llama-3.1-8b/config.json").read_text()))
-    assert llama["parameters"] == 8_030_261_248
-    assert (llama["layers"], llama["kv_heads"], llama["head_dim"], llama["dtype"]) == (32, 8, 128, "bf16")
-    qwen = hf_config_facts(json.loads((ROOT / "tests/fixtures/models/qwen2.5-7b/config.json").read_text()))
-    assert qwen["parameters"] == 7_615_616_512  # Qwen2.5-7B-Instruct, with its q/k/v biases
-    assert (qwen["layers"], qwen["kv_heads"], qwen["head_dim"]) == (28, 4, 128)
-    # Llama-3.2-1B: tied embeddings, head_dim 64
-    assert dense_parameters({"vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16,
-                             "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
-                             "intermediate_size": 8192, "tie_word_embeddings": True}) == 1_235_814_400
+def issues(model: ModelSpec, argv=(), gpus: int = 1, image: str = VLLM) -> list[str]:
+    return [f"{i.path}: {i.message}" for i in model_issues("workloads[0].model", model, gpus, list(argv),
+                                                           "workloads[0].args", image)]
 
 
-def test_hf_config_defaults_kv_heads_to_attention_heads_and_head_dim_to_hidden_over_heads():
-    facts = hf_config_facts({"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 3072})
-    assert (facts["kv_heads"], facts["head_dim"]) == (32, 96)  # Phi-3-mini: MHA, 3072 / 32
-    assert "parameters" not in facts  # no architecture it derives counts for
+# --- 6. the model block -------------------------------------------------------------------------------------------
+
+def test_config_naming_a_checkpoint_folder_reads_its_config_json(tmp_path):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama", maxModelLen=8192)
+    assert model.hf_config["num_hidden_layers"] == 32 and model.index is None
+    served = served_model(model, VLLM)
+    assert served.weights == 2 * 8_030_261_248  # Llama-3.1-8B's published count at bf16
+    assert served.kv.bytes_per_token == 2 * 32 * 8 * 128 * 2
+    assert served.max_position == 131072 and served.args.max_model_len == 8192
 
 
-def test_hf_config_without_layers_or_with_latent_attention_is_refused():
-    with pytest.raises(ValueError, match="num_hidden_layers"):
-        hf_config_facts({"num_attention_heads": 32, "hidden_size": 4096})
-    with pytest.raises(ValueError, match="kv_lora_rank"):
-        hf_config_facts({"num_hidden_layers": 61, "num_attention_heads": 128, "hidden_size": 7168, "kv_lora_rank": 512})
+def test_the_safetensors_index_beside_config_json_gives_the_stored_bytes(tmp_path):
+    total = json.loads(LLAMA_INDEX.read_text())["metadata"]["total_size"]  # 16,060,522,496
+    checkpoint(tmp_path, index_total=total)
+    model = spec(tmp_path, config="llama", maxModelLen=8192)
+    assert model.index["metadata"]["total_size"] == total
+    served = served_model(model, VLLM)
+    assert served.weights == total and "index" in served.weights_source
+    # a larger index is used as given, not recomputed from config.json
+    checkpoint(tmp_path, index_total=2 * total, folder="bigger")
+    assert served_model(spec(tmp_path, config="bigger", maxModelLen=8192), VLLM).weights == pytest.approx(2 * total,
+                                                                                                       rel=0.001)
 
 
-def test_llama_8b_needs_weights_kv_activation_and_runtime():
-    need = need_per_gpu(LLAMA_8B, Serving(32768, 16))
-    assert need.weights == 2 * 8_030_261_248
-    assert need.kv_cache == 16 * 32768 * 131072 == 64 * GIB
-    assert need.activation == round(4.8 * GIB) and need.non_torch == round(0.15 * GIB)
-    assert f"{need.weights / GIB:.2f}" == "14.96"
+def test_an_index_without_a_total_size_is_refused_naming_it(tmp_path):
+    where = checkpoint(tmp_path)
+    (where / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
+    with pytest.raises(ValidationError, match="total_size"):
+        spec(tmp_path, config="llama", maxModelLen=8192)
 
 
-def test_context_is_counted_in_whole_kv_blocks():
-    assert need_per_gpu(LLAMA_8B, Serving(1)).kv_cache == BLOCK_SIZE * 131072
-    assert need_per_gpu(LLAMA_8B, Serving(17)).kv_cache == 2 * BLOCK_SIZE * 131072
+def test_max_model_len_defaults_to_the_models_context(tmp_path):
+    checkpoint(tmp_path)
+    assert served_model(spec(tmp_path, config="llama"), VLLM).args.max_model_len == 131072
 
 
-def test_weights_shrink_with_dtype_and_tensor_parallel():
-    assert weights_bytes(replace(LLAMA_8B, dtype="int4")) == weights_bytes(LLAMA_8B) // 4
-    assert weights_bytes(LLAMA_8B, 2) == 8_030_261_248
+def test_flags_in_a_vllm_images_args_fill_the_fields_the_block_leaves_out(tmp_path):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama")
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16k", "-tp", "2",
+            "--max-num-seqs=8", "--gpu-memory-utilization", "0.85", "--kv-cache-dtype", "fp8", "--enforce-eager"]
+    assert issues(model, argv, gpus=2) == []
+    args = served_model(model, VLLM, argv).args
+    assert (args.max_model_len, args.tensor_parallel, args.max_num_seqs) == (16000, 2, 8)
+    assert args.gpu_memory_utilization == 0.85 and args.enforce_eager
+    served = served_model(model, VLLM, argv)
+    assert served.kv.bytes_per_token == 2 * 32 * 4 * 128 * 1  # TP 2 keeps 4 heads, fp8 one byte
+    assert served.weights == pytest.approx(8_030_261_248, rel=0.01)  # half of the bf16 weights per GPU
 
 
-@pytest.mark.parametrize("budget,usable_mib", [
-    (whole_gpu_budget(H100), int(81559 * 0.9)),
-    (mig_budget(H100, "3g.40gb", 40192), int(40192 * 0.9)),
-    (mps_budget(T4, 4), 3840),                      # the MPS pinned limit, 15360 / 4
-    (time_sliced_budget(T4), int(15360 * 0.9)),     # alone on the GPU; co-tenants are summed elsewhere
-    (dra_budget("gpu-0", 46068), int(46068 * 0.9)),
-])
-def test_each_budget_kind_gives_its_share_up_to_vllm_default_utilization(budget, usable_mib):
-    assert budget.usable_mib == usable_mib
-    small = ModelShape(100_000_000, 4, 4, 64, activation_bytes=0)
-    assert fits(small, Serving(1024), budget)
-    assert not fits(LLAMA_8B, Serving(131072, 64), budget)
+def test_flags_of_an_image_that_is_not_vllm_are_not_read(tmp_path):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama", maxModelLen=8192)
+    argv = ["--max-model-len", "4096", "-tp", "2"]
+    assert issues(model, argv, image="nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3") == []
+    assert served_model(model, "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3", argv).args.max_model_len == 8192
 
 
-def test_mps_budget_keeps_the_whole_gpu_as_what_vllm_sees():
-    budget = mps_budget(T4, 4)
-    assert budget.visible_mib == 15360
-    # the reservation 15360 MiB x util must stay inside the 3840 MiB slice
-    util = gpu_memory_utilization(3000 * MIB, budget)
-    assert util == 0.2 and util * 15360 <= 3840
+def test_a_flag_that_disagrees_with_the_block_is_an_issue_naming_args_and_both_values(tmp_path):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama", maxModelLen=8192, maxNumSeqs=4)
+    found = issues(model, ["--max-model-len", "4096", "--max-num-seqs", "4"])
+    (line,) = found
+    assert line.startswith("workloads[0].args:") and "maxModelLen" in line and "4096" in line and "8192" in line
+    # the same value spelled another way agrees
+    assert issues(spec(tmp_path, config="llama", maxModelLen=8192), ["--max-model-len=8K"]) == []
 
 
-def test_llama_8b_fits_a_3g_40gb_slice_at_16k_x_7_but_not_32k_x_16():
-    slice_ = mig_budget(H100, "3g.40gb", 40192)
-    assert fits(LLAMA_8B, Serving(16384, 7), slice_)
-    assert not fits(LLAMA_8B, Serving(32768, 16), slice_)
+def test_a_bad_flag_value_is_an_issue_at_args(tmp_path):
+    checkpoint(tmp_path)
+    found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["--gpu-memory-utilization", "2"])
+    assert any(l.startswith("workloads[0].args:") and "--gpu-memory-utilization" in l and "'2'" in l
+               for l in found), found
 
 
-def test_largest_max_model_len_fits_and_one_more_token_does_not():
-    slice_ = mig_budget(H100, "3g.40gb", 40192)
-    serving = Serving(32768, 16)
-    length = largest_max_model_len(LLAMA_8B, serving, slice_)
-    assert length == 7888
-    assert fits(LLAMA_8B, replace(serving, max_model_len=length), slice_)
-    assert not fits(LLAMA_8B, replace(serving, max_model_len=length + 1), slice_)
-    seqs = largest_max_num_seqs(LLAMA_8B, serving, slice_)
-    assert fits(LLAMA_8B, replace(serving, max_num_seqs=seqs), slice_)
-    assert not fits(LLAMA_8B, replace(serving, max_num_seqs=seqs + 1), slice_)
+def test_an_infinite_cpu_offload_is_an_issue_not_a_crash(tmp_path):
+    checkpoint(tmp_path)
+    found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["--cpu-offload-gb", "inf"])
+    assert any("--cpu-offload-gb" in l for l in found), found
 
 
-def test_smallest_mig_profile_and_mps_share_that_fit():
-    need = need_per_gpu(LLAMA_8B, Serving(8192, 4)).mib  # 23.9 GiB
-    assert smallest_mig_profile(H100, need) == ("3g.40gb", 40192)
-    assert smallest_mig_profile(H100, 100) == ("1g.10gb", 9728)
-    assert smallest_mig_profile(H100, 90_000) is None
-    assert smallest_mig_profile(T4, 100) is None
-    replicas = largest_mps_replicas(H100, need)
-    assert 81559 // replicas >= need > 81559 // (replicas + 1)
+@pytest.mark.parametrize("tp,pp,dp,gpus,bad", [(2, 1, 1, 1, True), (2, 2, 1, 4, False), (2, 2, 2, 4, True),
+                                               (1, 1, 4, 4, False), (4, 2, 1, 8, False), (4, 1, 3, 8, True)])
+def test_more_parallel_ranks_than_gpus_is_an_issue(tmp_path, tp, pp, dp, gpus, bad):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama", maxModelLen=8192, tensorParallel=tp, pipelineParallel=pp,
+                 dataParallel=dp)
+    found = [l for l in issues(model, gpus=gpus) if f"gpu.count is {gpus}" in l]
+    assert bool(found) == bad, found
+    if bad:
+        assert found[0].startswith("workloads[0].model.tensorParallel:") and f"= {tp * pp * dp} GPUs" in found[0]
 
 
-def test_fixes_name_nothing_when_weights_alone_exceed_the_share():
-    fixes = fixes_for(LLAMA_8B, Serving(8192), mps_budget(T4, 4), T4)
-    assert fixes.max_model_len is None and fixes.max_num_seqs is None and fixes.utilization is None
+def test_the_ranks_given_by_flags_count_too(tmp_path):
+    checkpoint(tmp_path)
+    found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["-tp", "2", "-dp", "2"], gpus=2)
+    assert any("= 4 GPUs, but gpu.count is 2" in l for l in found), found
 
 
-def test_annotation_round_trips_and_refuses_bad_values():
-    doc = to_annotation("llama", LLAMA_8B, Serving(4096, 2, 1), True)
-    assert from_annotation(json.loads(json.dumps(doc))) == ("llama", LLAMA_8B, Serving(4096, 2, 1), True)
-    with pytest.raises(ValueError, match="layers"):
-        from_annotation({**doc, "layers": "many"})
+def test_attention_heads_not_divisible_by_tensor_parallel_quote_vllm(tmp_path):
+    checkpoint(tmp_path)
+    found = issues(spec(tmp_path, config="llama", maxModelLen=8192, tensorParallel=3), gpus=4)
+    assert any("Total number of attention heads (32) must be divisible by tensor parallel size (3)" in l
+               for l in found), found
+    assert not any("divisible" in l for l in issues(spec(tmp_path, config="llama", maxModelLen=8192,
+                                                         tensorParallel=4), gpus=4))
 
 
-shapes = st.builds(ModelShape, st.integers(10**6, 10**11), st.integers(1, 96), st.integers(1, 64),
-                   st.sampled_from([64, 96, 128, 256]), st.sampled_from(["bf16", "fp16", "fp8", "int8", "int4"]),
-                   st.sampled_from(["auto", "bf16", "fp8"]))
-servings = st.builds(Serving, st.integers(1, 131072), st.integers(1, 256), st.sampled_from([1, 2, 4, 8]))
+def test_max_model_len_beyond_the_models_context_is_an_issue(tmp_path):
+    checkpoint(tmp_path)
+    found = issues(spec(tmp_path, config="llama", maxModelLen=200_000))
+    assert any("maxModelLen" in l and "131072" in l for l in found), found
 
 
-@settings(max_examples=60, deadline=None)
-@given(shapes, servings, st.integers(1, 4096), st.integers(1, 16))
-def test_need_grows_with_context_concurrency_and_dtype_size(shape, serving, more_len, more_seqs):
-    need = need_per_gpu(shape, serving).total
-    assert need_per_gpu(shape, replace(serving, max_model_len=serving.max_model_len + more_len)).total >= need
-    assert need_per_gpu(shape, replace(serving, max_num_seqs=serving.max_num_seqs + more_seqs)).total > need
-    by_dtype = [need_per_gpu(replace(shape, dtype=d), serving).total for d in ("int4", "int8", "bf16", "fp32")]
-    assert by_dtype == sorted(by_dtype) and by_dtype[0] < by_dtype[-1]
+def test_engine_version_and_image_tag_set_the_default_utilization(tmp_path):
+    checkpoint(tmp_path)
+    model = spec(tmp_path, config="llama", maxModelLen=8192)
+    assert served_model(model, "vllm/vllm-openai:v0.11.0").args.gpu_memory_utilization == 0.9
+    assert served_model(model, "vllm/vllm-openai:v0.21.0").args.gpu_memory_utilization == 0.92
+    assert served_model(model, "vllm/vllm-openai:v0.21.0").args.version == (0, 21)
+    pinned = spec(tmp_path, config="llama", maxModelLen=8192, engineVersion="0.21.1")
+    assert served_model(pinned, "vllm/vllm-openai:latest").args.gpu_memory_utilization == 0.92
 
 
-@settings(max_examples=60, deadline=None)
-@given(shapes, servings, st.sampled_from(["3g.40gb", "1g.10gb", "7g.80gb"]))
-def test_the_fixes_fit(shape, serving, profile):
-    from gpufleet.nvidia.mig_profiles import TABLES
+def test_facts_by_hand_need_parameters_layers_and_kv_heads():
+    found = issues(ModelSpec.model_validate({"layers": 32, "maxModelLen": 8192}))
+    for key in ("parameters", "kvHeads", "headDim"):
+        assert any(l.startswith(f"workloads[0].model.{key}:") for l in found), found
 
-    budget = mig_budget(H100, profile, TABLES["80GB"].profiles[profile].memory_mib)
-    fixes = fixes_for(shape, serving, budget, H100)
-    if fixes.max_model_len is not None:
-        assert fits(shape, replace(serving, max_model_len=fixes.max_model_len), budget)
-        if fixes.max_model_len < 131072:
-            assert not fits(shape, replace(serving, max_model_len=fixes.max_model_len + 1), budget)
-    if fixes.max_num_seqs is not None:
-        assert fits(shape, replace(serving, max_num_seqs=fixes.max_num_seqs), budget)
-        assert not fits(shape, replace(serving, max_num_seqs=fixes.max_num_seqs + 1), budget)
-    need = need_per_gpu(shape, serving)
-    if fixes.mig_profile is not None:
-        assert fits(shape, serving, mig_budget(H100, *fixes.mig_profile))
-    if fixes.utilization is not None:
-        assert fixes.utilization * budget.visible_mib * MIB >= need.total
+
+def _stack(tmp_path: Path, product: str, model: dict, args: list[str] | None = None, gpu: dict | None = None,
+           sharing: dict | None = None) -> Path:
+    pool = {"name": "p", "nodes": ["n0"], "gpu": {"product": product, "count": 1}}
+    if sharing:
+        pool["sharing"] = sharing
+    w = {"kind": "inference", "name": "llm", "image": VLLM, "nodePool": "p", "gpu": gpu or {"count": 1},
+         "model": model}
+    if args:
+        w["args"] = args
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": {"gpufleet:nodePools": [pool],
+                                                                       "gpufleet:workloads": [w]}}))
+    return tmp_path
+
+
+def test_a_disagreeing_flag_fails_loading_the_stack(tmp_path):
+    checkpoint(tmp_path)
+    stack = _stack(tmp_path, "NVIDIA-H100-80GB-HBM3", {"config": "llama", "maxModelLen": 8192},
+                   args=["--max-model-len", "4096"])
+    with pytest.raises(ConfigError) as e:
+        load_stack("t", stack)
+    assert any("gpufleet:workloads[0].args" in l and "4096" in l and "8192" in l for l in str(e.value).splitlines())
+
+
+# --- the stack's memory check of a model ----------------------------------------------------------------------------
+
+def test_a_model_refused_on_its_pools_gpu_is_a_memory_error(tmp_path):
+    checkpoint(tmp_path)
+    loaded = load_stack("t", _stack(tmp_path, "NVIDIA-L4", {"config": "llama", "maxModelLen": 131072}))
+    (problem,) = memory_budget(loaded.config)
+    assert problem.error and not problem.advisory
+    assert "To serve at least one request with the models's max seq len (131072)" in problem.message
+    assert "NVIDIA-L4" in problem.message and "maxModelLen" in problem.message.split("Fixes:")[1]
+
+
+def test_a_concurrency_shortfall_is_advisory_and_only_with_max_num_seqs(tmp_path):
+    checkpoint(tmp_path)
+    loaded = load_stack("t", _stack(tmp_path, "NVIDIA-H100-80GB-HBM3",
+                                    {"config": "llama", "maxModelLen": 131072, "maxNumSeqs": 8}))
+    (problem,) = memory_budget(loaded.config)
+    assert problem.advisory and not problem.error
+    assert "Maximum concurrency for 131,072 tokens per request" in problem.message
+    loaded = load_stack("t", _stack(tmp_path, "NVIDIA-H100-80GB-HBM3", {"config": "llama", "maxModelLen": 131072}))
+    assert memory_budget(loaded.config) == []
+
+
+def test_a_model_that_starts_has_no_memory_problem(tmp_path):
+    checkpoint(tmp_path)
+    loaded = load_stack("t", _stack(tmp_path, "NVIDIA-L4", {"config": "llama", "maxModelLen": 8192,
+                                                             "maxNumSeqs": 1}))
+    assert memory_budget(loaded.config) == []
+
+
+def test_a_declared_memory_mib_is_checked_instead_of_the_model(tmp_path):
+    checkpoint(tmp_path)
+    loaded = load_stack("t", _stack(tmp_path, "NVIDIA-L4", {"config": "llama", "maxModelLen": 131072},
+                                    gpu={"count": 1, "memoryMiB": 20000}))
+    assert not any("vLLM" in p.message for p in memory_budget(loaded.config))
+
+
+# --- devices from GFD labels ----------------------------------------------------------------------------------------
+
+GFD_H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}
+
+
+def _device(labels: dict, resource: str = "nvidia.com/gpu"):
+    return node_device(node_from_object(node("n", 1, resource=resource, labels=labels)), {resource: 1})
+
+
+def test_a_whole_gpu_from_gfd_labels_is_the_labelled_memory():
+    d = _device(GFD_H100)
+    assert (d.kind, d.memory_mib, d.mig, d.a100) == ("gpu", 81559, False, False)
+    assert d.visible / GIB == pytest.approx(79.2, abs=0.1)
+
+
+def test_an_a100_keeps_vllms_small_defaults():
+    d = _device({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.memory": "81920"})
+    assert d.a100
+    served = served_model(ModelSpec.model_validate({"parameters": 8_030_261_248, "layers": 32, "kvHeads": 8,
+                                                    "headDim": 128, "maxModelLen": 8192}), VLLM)
+    assert judge("w", served, [d]).assessment.startup.max_num_seqs == 256
+
+
+def test_a_mig_instance_is_its_memory_label_and_seen_whole_by_cuda():
+    labels = {**GFD_H100, "nvidia.com/mig-3g.40gb.memory": "40320"}
+    d = _device(labels, "nvidia.com/mig-3g.40gb")
+    assert (d.kind, d.memory_mib, d.mig) == ("mig", 40320, True)
+    assert d.visible == 40320 * MIB
+
+
+def test_a_single_strategy_mig_node_reads_the_profile_from_the_product_label():
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "nvidia.com/gpu.memory": "9856"}
+    d = _device(labels)
+    assert (d.kind, d.memory_mib) == ("mig", 9856)
+
+
+def test_an_mps_node_pins_total_over_replicas_and_the_engine_sees_the_whole_gpu():
+    labels = {**GFD_H100, "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"}
+    d = _device(labels)
+    assert (d.kind, d.limit_mib, d.memory_mib) == ("mps", 81559 // 4, 81559)
+
+
+def test_a_time_sliced_node_is_the_whole_gpu_shared():
+    labels = {**GFD_H100, "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.replicas": "4"}
+    assert _device(labels).kind == "time-slicing"
+
+
+def test_no_gpu_requested_or_no_memory_known_gives_no_device():
+    n = node_from_object(node("n", 1, labels=GFD_H100))
+    assert node_device(n, {"cpu": 1}) is None
+    bare = node_from_object(node("n", 1, labels={}))
+    assert node_device(bare, {"nvidia.com/gpu": 1}) is None
+
+
+def test_judge_is_an_error_only_when_every_device_refuses():
+    served = served_model(ModelSpec.model_validate({"parameters": 8_030_261_248, "layers": 32, "kvHeads": 8,
+                                                    "headDim": 128, "maxModelLen": 131072}), VLLM)
+    l4, h100 = whole_gpu(L4), whole_gpu(H100)
+    assert judge("w", served, [l4, l4]).error is not None
+    mixed = judge("w", served, [l4, h100])
+    assert mixed.error is None and any("on 1 of 2 eligible nodes" in w for w in mixed.warnings)
+    assert judge("w", served, [h100]).warnings == []
+
+
+def test_share_devices_are_named_for_messages():
+    assert "MIG 3g.40gb" in mig_instance(H100, "3g.40gb", 40320).what
+    assert "1/4 of NVIDIA-H100-80GB-HBM3" in mps_slice(H100, 4).what
+    assert time_sliced(H100).kind == "time-slicing"
+    assert whole_gpu(A100).a100 and not whole_gpu(H100).a100
+
+
+def test_a_dra_device_is_its_published_memory_and_a_mig_device_is_seen_as_such():
+    served = served_model(ModelSpec.model_validate({"parameters": 8_030_261_248, "layers": 32, "kvHeads": 8,
+                                                    "headDim": 128, "maxModelLen": 131072}), VLLM)
+    gpu = dra_device("gpu.nvidia.com/gpu-0", 81559)
+    assert gpu.kind == "dra" and not gpu.mig and "gpu.nvidia.com/gpu-0 (81559 MiB)" in gpu.what
+    assert judge("w", served, [gpu]).error is None
+    mig = dra_device("gpu.nvidia.com/gpu-0-mig-2g.20gb-0", 20096)
+    assert mig.mig and mig.visible == 20096 * MIB
+    verdict = judge("w", served, [mig])
+    assert verdict.error is not None and "the allocated DRA device gpu.nvidia.com/gpu-0-mig-2g.20gb-0" in verdict.error

@@ -24,6 +24,7 @@ MISSING = {
     "charts": ["--stack", "dev"],
     "validate": ["--kube-version"],
     "report": ["--stack", "dev", "--out"],
+    "memory": ["models/llama-3.1-8b", "--gpu"],
 }
 
 

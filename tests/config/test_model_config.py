@@ -38,8 +38,13 @@ def test_facts_come_from_the_config_json_relative_to_the_project(tmp_path):
     shutil.copy(ROOT / "models/llama-3.1-8b/config.json", tmp_path / "m/config.json")
     cfg = load_stack("t", _stack(tmp_path, {"config": "m/config.json", "maxModelLen": 8192})).config
     model = cfg.workloads[0].model
-    assert (model.layers, model.kv_heads, model.head_dim, model.parameters) == (32, 8, 128, 8_030_261_248)
-    assert model.dtype == "bf16" and model.max_position_embeddings == 131072
+    assert [model.fact(k) for k in ("layers", "kv_heads", "head_dim", "dtype", "max_position_embeddings")] == [
+        32, 8, 128, "bf16", 131072]
+    from gpufleet.config.model_serving import served_model
+
+    served = served_model(model, cfg.workloads[0].image)
+    assert served.weights == 8_030_261_248 * 2  # every parameter in bf16 (the index's total_size, 16,060,522,496)
+    assert served.kv.bytes_per_token == 2 * 32 * 8 * 128 * 2
 
 
 def test_facts_written_beside_config_win(tmp_path):
@@ -84,7 +89,10 @@ def test_max_model_len_beyond_the_models_context_is_refused(tmp_path):
 def test_a_declared_memory_that_disagrees_with_the_model_is_a_warning(tmp_path):
     model = {"parameters": 8_030_261_248, "layers": 32, "kvHeads": 8, "headDim": 128, "maxModelLen": 8192}
     loaded = load_stack("t", _stack(tmp_path, model, {"count": 1, "memoryMiB": 4000}))
-    assert any("gpufleet:workloads[0]: gpu.memoryMiB 4000 disagrees with the 22127 MiB" in w for w in loaded.warnings), loaded.warnings
+    [warning] = [w for w in loaded.warnings if "gpufleet:workloads[0]: gpu.memoryMiB 4000 disagrees with the" in w]
+    # weights 15,316 MiB + one 8,192-token request 1,024 MiB + activation and runtime: about 17.5 GiB to start
+    need = int(warning.split("disagrees with the ")[1].split(" MiB")[0])
+    assert 15316 + 1024 < need < 15316 + 1024 + 2048, warning
 
 
 def test_schema_lists_the_model_block():

@@ -146,16 +146,24 @@ def test_summary_counts_mig_slices_per_pool():
     assert "Every workload is placed." in summary
 
 
-def test_model_that_does_not_fit_its_mig_slice_is_listed_as_not_running_with_its_need():
+def test_model_that_cannot_start_is_listed_as_not_running_and_the_bars_show_kv_tokens_and_concurrency():
     report = stack_report("llm", load_stack("llm", ROOT).config)
     out = {w.key: w for w in report.not_running}
-    assert list(out) == ["Deployment/llm/llama-long"]
-    long = out["Deployment/llm/llama-long"]
-    assert long.verdict == "memory" and long.expected_mib > long.budget_mib
+    assert list(out) == ["Deployment/llm/llama-128k"]
+    assert out["Deployment/llm/llama-128k"].verdict == "memory"
     page = render_html(report)
     section = page.split('id="not-running"')[1].split("</section>")[0]
-    assert "llama-long" in section and "llama-chat" not in section
+    assert "llama-128k" in section and "llama-chat" not in section and "llama-long" not in section
     assert "1 workload(s) will not run" in summary_markdown(report)
+    views = {w.key: w for w in report.workloads}
+    long = views["Deployment/llm/llama-long"].model
+    assert long is not None and long.starts and long.max_num_seqs == 16 and 3 < long.concurrency < 16
+    assert long.weights_mib + long.overhead_mib + long.kv_mib <= long.reserved_mib <= long.visible_mib
+    workloads = page.split('id="workloads"')[1].split("</section>")[0]
+    row = workloads.split("llm/llama-long", 1)[1].split("</tr>")[0]
+    assert f"KV cache {long.kv_tokens:,} tokens; {long.concurrency:.2f}× at 32,768 tokens (maxNumSeqs 16)" in row
+    assert "fewer at once" in row
+    assert "fewer at once" not in workloads.split("llm/llama-chat", 1)[1].split("</tr>")[0]
 
 
 def test_mig_instances_fill_the_height_of_the_memory_slices_they_own():

@@ -331,35 +331,34 @@ def test_a_pod_joining_an_allocated_claim_gets_its_devices_memory(tmp_path):
                                                  "affinity/selector, 1 resourceclaim not available on the node."}
 
 
-def _model(max_model_len: int, max_num_seqs: int) -> dict:
+def _model(model_id: str, max_model_len: int, max_num_seqs: int) -> dict:
+    """The annotation gpufleet renders for a vLLM server of a real checkpoint (tests/fixtures/checkpoints)."""
     from gpufleet.capacity.model_fit import MODEL_ANNOTATION
-    from gpufleet.nvidia.model_memory import ModelShape, Serving, to_annotation
+    from gpufleet.config.model import ModelSpec
+    from gpufleet.config.model_serving import served_model
 
-    # Llama-3.1-70B's published shape: 80 layers, 8 KV heads, head dim 128, about 70.6 B parameters, bf16
-    shape = ModelShape(parameters=70_553_706_496, layers=80, kv_heads=8, head_dim=128)
-    return {MODEL_ANNOTATION: json.dumps(to_annotation("Llama-3.1-70B", shape, Serving(max_model_len, max_num_seqs),
-                                                       False))}
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / model_id.replace("/", "__")
+    spec = ModelSpec.model_validate({"name": model_id, "config": str(folder), "maxModelLen": max_model_len,
+                                     "maxNumSeqs": max_num_seqs})
+    return {MODEL_ANNOTATION: json.dumps(served_model(spec, "vllm/vllm-openai:v0.11.0").to_json())}
 
 
 def test_model_larger_than_the_allocated_gpu_is_an_error_naming_the_device(tmp_path):
-    docs = [template("one", [gpus(1)]),
-            pod("llama70b", [{"name": "g", "resourceClaimTemplateName": "one"}], annotations=_model(8192, 4))]
+    # Llama-3.1-70B in bf16: 141 GB of weights on one 80 GB H100
+    docs = [template("one", [gpus(1)]), pod("llama70b", [{"name": "g", "resourceClaimTemplateName": "one"}],
+                                           annotations=_model("meta-llama/Llama-3.1-70B-Instruct", 8192, 4))]
     code, out = check(tmp_path, docs)
     assert code == 1
     (u,) = out["unschedulable"]
     assert u["reason"] == "memory"
     assert "the allocated DRA device gpu.nvidia.com/" in u["message"]
+    assert "CUDA out of memory while loading the model" in u["message"]
     assert out["memoryBudget"][0]["error"] is True
 
 
 def test_model_that_fits_the_allocated_gpu_passes(tmp_path):
-    from gpufleet.capacity.model_fit import MODEL_ANNOTATION
-    from gpufleet.nvidia.model_memory import ModelShape, Serving, to_annotation
-
-    shape = ModelShape(parameters=8_030_261_248, layers=32, kv_heads=8, head_dim=128)  # Llama-3.1-8B
-    note = {MODEL_ANNOTATION: json.dumps(to_annotation("Llama-3.1-8B", shape, Serving(8192, 4), False))}
     docs = [template("one", [gpus(1)]), pod("llama8b", [{"name": "g", "resourceClaimTemplateName": "one"}],
-                                           annotations=note)]
+                                           annotations=_model("meta-llama/Llama-3.1-8B-Instruct", 8192, 4))]
     code, out = check(tmp_path, docs)
     assert code == 0, out
     assert out["memoryBudget"] == []
