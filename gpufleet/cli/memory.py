@@ -76,7 +76,7 @@ def command(
     unusable input.
     """
     from gpufleet.config.model import ModelSpec
-    from gpufleet.config.model_serving import served_model, vllm_args
+    from gpufleet.config.model_serving import model_issues, served_model, vllm_args
     from gpufleet.nvidia.model_memory.verdict import assess
 
     doc = {"config": str(model)}
@@ -95,18 +95,28 @@ def command(
         raise InputError("\n".join(f"vLLM flags: {p}" for _, p in problems))
     if args is None:
         raise InputError(f"{model}: config.json has no max_position_embeddings; pass -- --max-model-len N")
+    issues = model_issues("model", spec, 1 << 20, argv, "flags", "vllm")
+    if issues:
+        raise InputError("\n".join(f"{model}: {_flag_words(i.message)}" for i in issues))
     try:
         served = served_model(spec, "vllm", argv)
     except ValueError as e:
         raise InputError(f"{model}: {e}") from None
     device = _device(gpu, gpu_memory_mib, mig, mps_replicas)
-    a = assess(spec.label, served, device)
+    a = assess("", served, device)
     if as_json:
         typer.echo(json.dumps(_as_json(served, device, a), indent=2))
     else:
         typer.echo(_as_text(served, device, a))
     if a.error:
         raise typer.Exit(code=1)
+
+
+def _flag_words(message: str) -> str:
+    """A config issue in the flags' words (the command takes flags, not a model block)."""
+    for key, flag in (("maxModelLen", "--max-model-len"), ("tensorParallel", "--tensor-parallel-size")):
+        message = message.replace(key, flag)
+    return message
 
 
 def _gib(n: int) -> float:
@@ -145,10 +155,12 @@ def _as_text(served, device, a) -> str:
             ("CUDA graphs", s.cudagraph, "eager" if args.enforce_eager else
              "counted in the budget" if s.cudagraph else "captured after the KV cache (before v0.21)"),
             ("KV cache", max(s.kv_available, 0), f"{served.kv.bytes_per_token:,} bytes per token")]
-    lines = [f"{served.label} on {device.what}, as vLLM's V1 engine accounts for it:"]
+    version = ".".join(map(str, args.version)) if args.version else "unknown (pass --vllm-version)"
+    lines = [f"{served.label} on {device.what}, as vLLM's V1 engine accounts for it (release {version}):"]
     lines += [f"  {name:<16} {_gib(n):>8.2f} GiB   {note}" for name, n, note in rows]
-    lines.append(f"GPU KV cache size: {s.kv_tokens:,} tokens")
-    lines.append(f"Maximum concurrency for {args.max_model_len:,} tokens per request: {s.max_concurrency:.2f}x")
+    if s.starts:
+        lines.append(f"GPU KV cache size: {s.kv_tokens:,} tokens")
+        lines.append(f"Maximum concurrency for {args.max_model_len:,} tokens per request: {s.max_concurrency:.2f}x")
     if s.largest_max_model_len:
         lines.append(f"Largest --max-model-len it accepts: {s.largest_max_model_len:,} (suggested, with a "
                      f"margin: {_suggested(s):,})")

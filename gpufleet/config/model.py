@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
 from gpufleet.errors import ConfigIssue
-from gpufleet.nvidia.hf_config import HfConfigError, hf_config_facts
+from gpufleet.nvidia.model_memory.hf_config import HfConfigError, hf_config_facts
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
 KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"]

@@ -1,6 +1,7 @@
 """Model memory: what a model server takes on each GPU, and whether the engine starts (docs/model-memory.md).
 
 The one home of the arithmetic, module by module:
+- `hf_config`: the facts of a config.json the stack file may override (layers, heads, context);
 - `checkpoint` (+ `quantization`): the weights each GPU loads, from config.json's modules and
   quantization_config, or the safetensors index's exact size; tensor, pipeline, data and expert parallelism;
 - `attention`: the KV cache per token and layer (full, sliding-window, multi-head latent attention);

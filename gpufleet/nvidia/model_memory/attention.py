@@ -137,6 +137,9 @@ def kv_layout(cfg: dict, kv_cache_dtype: str = "auto", model_dtype_bytes: int = 
     head_dim = _int(text, "head_dim", required=False)
     if head_dim is None:
         head_dim = _int(text, "hidden_size", "n_embd", "d_model") // heads
+        if head_dim < 1:
+            raise AttentionConfigError(f"hidden_size is smaller than num_attention_heads ({heads}); expected "
+                                       "head_dim, or a hidden_size of at least one value per head")
     per_layer = 2 * max(1, kv_heads // tensor_parallel) * head_dim * element
     return KvLayout(per_layer, sum(1 for w in stage if w is None), _sliding(stage))
 

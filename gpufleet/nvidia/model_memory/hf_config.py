@@ -25,24 +25,30 @@ def hf_config_facts(doc: dict) -> dict:
         raise HfConfigError("is not a JSON object")
     architectures = doc.get("architectures") or []
     arch = architectures[0] if isinstance(architectures, list) and architectures else None
+    arch = arch if isinstance(arch, str) else None
     text = doc.get("text_config") if isinstance(doc.get("text_config"), dict) else doc
     layers = _first(text, "num_hidden_layers", "n_layer", "num_layers")
     heads = _first(text, "num_attention_heads", "n_head")
     hidden = _first(text, "hidden_size", "n_embd", "d_model")
     missing = [n for n, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden))
-               if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+               if not _count(v)]
     if missing:
         raise HfConfigError(f"lacks {', '.join(missing)} (a positive integer)")
-    kv = _first(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num") or heads
-    head_dim = _first(text, "head_dim") or hidden // heads
-    facts = {"layers": layers, "kv_heads": kv, "head_dim": head_dim, "hidden_size": hidden, "attention_heads": heads,
-             "architecture": arch,
+    kv = _first(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
+    head_dim = _first(text, "head_dim")
+    for name, value in (("num_key_value_heads", kv), ("head_dim", head_dim)):
+        if value is not None and not _count(value):
+            raise HfConfigError(f"has {name}={value!r}; expected a positive integer")
+    if head_dim is None and hidden < heads:
+        raise HfConfigError(f"has hidden_size={hidden} below num_attention_heads={heads}, and no head_dim")
+    facts = {"layers": layers, "kv_heads": kv or heads, "head_dim": head_dim or hidden // heads,
+             "hidden_size": hidden, "attention_heads": heads, "architecture": arch,
              "moe": any(_first(text, k) for k in ("num_local_experts", "num_experts", "n_routed_experts",
                                                    "moe_num_experts"))}
     raw_dtype = _first(doc, "torch_dtype", "dtype") or _first(text, "torch_dtype", "dtype")
-    if raw_dtype in HF_DTYPES:
+    if isinstance(raw_dtype, str) and raw_dtype in HF_DTYPES:
         facts["dtype"] = HF_DTYPES[raw_dtype]
-    if isinstance(text.get("max_position_embeddings"), int):
+    if _count(text.get("max_position_embeddings")):
         facts["max_position_embeddings"] = text["max_position_embeddings"]
     if arch in DENSE_ARCHITECTURES and not facts["moe"]:
         params = dense_parameters(text, qkv_bias=arch == "Qwen2ForCausalLM")
@@ -51,11 +57,17 @@ def hf_config_facts(doc: dict) -> dict:
     return facts
 
 
+def _count(value) -> bool:
+    """A positive integer a config.json may carry (bounded, so arithmetic on it stays exact and fast)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1 << 40
+
+
 def dense_parameters(cfg: dict, qkv_bias: bool = False) -> int | None:
     """Parameters of a dense decoder with a gated MLP (Llama, Mistral, Qwen2): embeddings, q/k/v/o, gate/up/down,
     two RMSNorms per layer, the final norm, and lm_head unless tied. None when a field is missing."""
     need = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-    if any(not isinstance(cfg.get(k), int) for k in need):
+    if any(not _count(cfg.get(k)) for k in need) or (cfg.get("num_key_value_heads") is not None
+                                                     and not _count(cfg.get("num_key_value_heads"))):
         return None
     vocab, h, layers = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"]
     q = cfg["num_attention_heads"]
