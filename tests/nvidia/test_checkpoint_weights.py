@@ -326,3 +326,25 @@ def test_any_malformed_config_gives_a_result_or_the_module_error_never_a_crash(b
         return
     assert ckpt.total_bytes >= 0 and ckpt.parameters >= 0
     weights_per_gpu(ckpt, 2, 2)
+
+
+def test_an_ignore_list_naming_single_layers_keeps_only_those_layers_in_16_bits():
+    """Meta's Llama-3.1-405B-Instruct-FP8 (fbgemm_fp8) keeps every layer's attention and layers 0 and 125
+    whole in bf16: the MLPs of the other 124 layers are FP8."""
+    base = json.loads((FIXTURES / "meta-llama__Llama-3.1-405B-Instruct" / "config.json").read_text())
+    h, inter, layers = base["hidden_size"], base["intermediate_size"], base["num_hidden_layers"]
+    attn = [f"model.layers.{i}.self_attn.{m}" for i in range(layers) for m in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    whole = [f"model.layers.{i}.mlp.{m}" for i in (0, layers - 1) for m in ("gate_proj", "up_proj", "down_proj")]
+
+    def size(ignore: list[str]) -> int:
+        q = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ignore}
+        return read_checkpoint({**base, "quantization_config": q}).total_bytes
+
+    mlp_fp8, mlp_bf16 = 3 * h * inter, 3 * h * inter * 2  # per layer, scales aside
+    assert size([*attn, *whole, "lm_head"]) - size([*attn, "lm_head"]) == pytest.approx(2 * (mlp_bf16 - mlp_fp8),
+                                                                                        rel=1e-3)
+    # per GPU at TP8: (attention 71.8 B x 2 B + 2 whole layers' MLPs x 2 B + 124 MLPs x 1 B + embeddings and
+    # lm_head 4.2 B x 2 B) / 8 = about 453 GiB / 8
+    ckpt = read_checkpoint({**base, "quantization_config": {"quant_method": "fbgemm_fp8",
+                                                            "modules_to_not_convert": [*attn, *whole, "lm_head"]}})
+    assert 55 < weights_per_gpu(ckpt, 8) / 2**30 < 58

@@ -30,6 +30,7 @@ its `metadata.total_size` (exact stored bytes) rescales the counts so they add u
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields, replace
 
 from gpufleet.nvidia.model_memory.quantization import CheckpointConfigError, Scheme, read_scheme
@@ -111,13 +112,24 @@ def _flag(cfg: dict, key: str, where: str, default: bool) -> bool:
     return value
 
 
+_LAYER0 = "model.layers.0."
+
+
 class _Count:
     """Tensors of a model: (group, where, params, bytes) with where 'model', 'dense', 'moe', 'all' or 'mtp'."""
 
     def __init__(self, scheme: Scheme) -> None:
-        self.scheme, self.rows = scheme, []
+        self.scheme, self.rows, self.layers = scheme, [], 1
+        #: an ignore list naming single layers (Meta's Llama-3.1-405B-FP8 keeps layers 0 and 125 whole):
+        #: a layer's module is then sized layer by layer, and the row carries the mean
+        self.per_layer = any(re.search(r"layers\.\d+\.", entry) for entry in scheme.ignore)
 
     def matrix(self, group: str, where: str, name: str, rows: int, cols: int, n: int = 1) -> None:
+        if self.per_layer and name.startswith(_LAYER0) and where in ("all", "dense", "moe"):
+            rest = name[len(_LAYER0):]
+            total = sum(self.scheme.matrix_bytes(rows, cols, f"model.layers.{i}.{rest}") for i in range(self.layers))
+            self.rows.append((group, where, rows * cols * n, total / self.layers * n))
+            return
         self.rows.append((group, where, rows * cols * n, self.scheme.matrix_bytes(rows, cols, name) * n))
 
     def vector(self, group: str, where: str, size: int, n: int = 1, nbytes: int | None = None) -> None:
@@ -128,6 +140,7 @@ def _decoder(c: _Count, t: dict, where: str, model_type: str) -> tuple[int, list
     """Count the decoder's tensors into `c`; returns (vocab size, which layers are MoE)."""
     h = _int(t, "hidden_size", where, hi=1 << 17)
     layers = _int(t, "num_hidden_layers", where, hi=4096)
+    c.layers = layers
     vocab = _int(t, "vocab_size", where, hi=1 << 24)
     heads = _int(t, "num_attention_heads", where, hi=4096)
     kv = _int(t, "num_key_value_heads", where, default=heads, hi=heads)
@@ -137,7 +150,7 @@ def _decoder(c: _Count, t: dict, where: str, model_type: str) -> tuple[int, list
     moe_inter = _int(t, "moe_intermediate_size", where, default=0, lo=0) if experts else 0
     inter = _int(t, "intermediate_size", where, default=0 if experts and moe_inter else None, lo=0)
     moe_inter = moe_inter or inter
-    layer_id = "model.layers.0."
+    layer_id = _LAYER0
 
     # Which layers route to experts: DeepSeek (modeling_deepseek_v3.py: first_k_dense_replace, moe_layer_freq),
     # Qwen2/3-MoE (modeling_qwen3_moe.py: mlp_only_layers, decoder_sparse_step), Mixtral / gpt-oss: all.
