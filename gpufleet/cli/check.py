@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
+                                   RequestTimeoutOption)
 from gpufleet.errors import GpufleetError, InputError, one_line
 
 if TYPE_CHECKING:
@@ -74,20 +76,29 @@ def _print_blocked(console, blocked) -> None:
         console.print(Text(wrapped), highlight=False, soft_wrap=True)
 
 
-def read_inputs(manifests: list[Path], nodes: Path, pods: Path | None, require_workloads: bool = True):
+def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, require_workloads: bool = True,
+                live=None, no_cluster: str | None = None):
     """(capacity, manifest documents) read strictly, every problem at once; InputError for unusable input.
 
-    Shared by `check` and `report --nodes`, so both accept and refuse exactly the same files.
+    The capacity comes from the files (`nodes`, `pods`) or, without `nodes`, from `live` (a ClusterSource of
+    a live cluster, read as `discover` reads it; `no_cluster`: what to suggest when there is none). Shared by
+    `check` and `report`, so both accept and refuse exactly the same inputs.
     """
-    from gpufleet.capacity.files import load_capacity
     from gpufleet.scheduling.documents import document_errors
     from gpufleet.scheduling.manifests import workload_of
     from gpufleet.scheduling.reading import load_documents
 
     errors: list[str] = []
     try:
-        cap = load_capacity(nodes, pods)
-    except InputError as e:
+        if nodes is None:
+            from gpufleet.cli.discover import NO_CLUSTER_HINT, live_capacity
+
+            cap = live_capacity(live, no_cluster or NO_CLUSTER_HINT)
+        else:
+            from gpufleet.capacity.files import load_capacity
+
+            cap = load_capacity(nodes, pods)
+    except GpufleetError as e:
         cap = None
         errors += str(e).split("\n")  # already one line per problem
     docs, problems = load_documents(manifests)
@@ -118,12 +129,12 @@ def with_origin(docs, run):
         raise InputError(f"{origin[key]}: {e}" if key in origin else str(e)) from e
 
 
-def run_check(manifests: list[Path], nodes: Path, pods: Path | None,
-              extended_resource_toleration: bool) -> "CheckResult":
+def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
+              extended_resource_toleration: bool, live=None) -> "CheckResult":
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
     from gpufleet.scheduling import check_workloads
 
-    cap, docs = read_inputs(manifests, nodes, pods)
+    cap, docs = read_inputs(manifests, nodes, pods, live=live)
 
     def check() -> "CheckResult":
         result = check_workloads(cap.nodes, cap.pods, cap.dra + [d.obj for d in docs],
@@ -165,18 +176,40 @@ def add_policy_findings(result: "CheckResult", objects: list, nodes: list) -> No
             entries.sort(key=lambda e: order.get(e.workload, len(order)))
 
 
+def capacity_source(nodes: Path | None, pods: Path | None, kubeconfig: Path | None, context: str | None,
+                    request_timeout: str, chunk_size: int):
+    """None for the files (--nodes, --pods), else the live cluster the options name (check and report)."""
+    if nodes is not None:
+        given = [o for o, v in (("--kubeconfig", kubeconfig), ("--context", context)) if v is not None]
+        if given:
+            raise InputError(f"{' and '.join(given)} and --nodes name two sources (a live cluster and a kubectl file): "
+                             "give one of them")
+        return None
+    if pods is not None:
+        raise InputError("--pods goes with --nodes (a live cluster's pods are read from the cluster)")
+    from gpufleet.cli.discover import live_cluster
+
+    return live_cluster(kubeconfig, context, request_timeout, chunk_size)
+
+
 def command(
     manifests: Annotated[list[Path], typer.Argument(metavar="MANIFEST", help="YAML files or directories (multi-document).")],
-    nodes: Annotated[Path, typer.Option("--nodes", help="`kubectl get nodes -o json` output, or a capacity.json.")],
+    nodes: Annotated[Optional[Path], typer.Option(
+        "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")] = None,
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (the contract in docs/capacity.md).")] = False,
     extended_resource_toleration: Annotated[bool, typer.Option(
         "--extended-resource-toleration",
         help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
+    chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled. Exit 0 fits, 1 not, 2 bad input."""
     try:
-        result = run_check(manifests, nodes, pods, extended_resource_toleration)
+        live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
+        result = run_check(manifests, nodes, pods, extended_resource_toleration, live)
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e

@@ -1,4 +1,8 @@
-"""`gpufleet discover`: write the capacity model (capacity.json) from a cluster, kubectl files or NVML."""
+"""`gpufleet discover`: write the capacity model (capacity.json) from a live cluster, kubectl files or NVML.
+
+Without `--nodes` or `--nvml` it reads the cluster kubectl would read (gpufleet/discovery/live.py); the live
+options defined here are shared by `check` and `report`.
+"""
 
 from __future__ import annotations
 
@@ -18,19 +22,65 @@ if TYPE_CHECKING:  # the sources load when the command runs, so `discover --help
     from gpufleet.discovery.nvml import GpuInventory
 
 
+#: The live-cluster options `discover`, `check` and `report` share (kubectl's names and defaults).
+KubeconfigOption = Annotated[Optional[Path], typer.Option(
+    "--kubeconfig", help="Read a live cluster through this kubeconfig (default: $KUBECONFIG, a list of files "
+                         "merged as kubectl merges them, then ~/.kube/config, then a pod's service account).")]
+ContextOption = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context (default: the current one).")]
+RequestTimeoutOption = Annotated[str, typer.Option(
+    "--request-timeout", help="How long one request to the API server may wait, as kubectl's (30s, 1m, 0 for "
+                              "no limit).")]
+ChunkSizeOption = Annotated[int, typer.Option(
+    "--chunk-size", min=0, help="Objects per LIST page, as kubectl's (0 reads each list in one request).")]
+DEFAULT_TIMEOUT = "30s"
+DEFAULT_CHUNK = 500
+
+
+def live_cluster(kubeconfig: Path | None, context: str | None, request_timeout: str = DEFAULT_TIMEOUT,
+                 chunk_size: int = DEFAULT_CHUNK) -> ClusterSource:
+    """The live cluster kubectl would read with these options (nothing is contacted yet)."""
+    from gpufleet.discovery.live import KubeconfigCluster, parse_request_timeout
+
+    return KubeconfigCluster(kubeconfig, context, request_timeout=parse_request_timeout(request_timeout),
+                             chunk_size=chunk_size)
+
+
+NO_CLUSTER_HINT = "give --kubeconfig FILE, or kubectl files with --nodes FILE [--pods FILE]"
+
+
+def live_capacity(source: ClusterSource, hint: str = NO_CLUSTER_HINT) -> Capacity:
+    """Nodes, bound pods and DRA objects of a live cluster; its warnings (once each) on stderr. `hint`: what
+    to give instead when there is no cluster to read."""
+    from gpufleet.capacity.kubectl import capacity_from_cluster
+    from gpufleet.discovery.live import NoClusterFound
+
+    try:
+        cap = _with_dra(capacity_from_cluster(source, "kubernetes"), source)
+    except NoClusterFound as e:
+        raise InputError(f"{e}; {hint}") from e
+    for warning in dict.fromkeys(getattr(source, "warnings", ())):
+        print(f"warning: {warning}", file=sys.stderr)
+    return cap
+
+
 def discover(*, kubeconfig: Path | None = None, context: str | None = None, nodes: Path | None = None,
              pods: Path | None = None, nvml: bool = False, cluster: ClusterSource | None = None,
-             inventory: GpuInventory | None = None, dra: list[Path] | None = None) -> Capacity:
-    """Pick the one source asked for. `cluster` / `inventory` replace the real ones (tests)."""
+             inventory: GpuInventory | None = None, dra: list[Path] | None = None,
+             request_timeout: str = DEFAULT_TIMEOUT, chunk_size: int = DEFAULT_CHUNK) -> Capacity:
+    """Pick the one source asked for (a live cluster when no file or NVML is). `cluster` / `inventory` replace
+    the real ones (tests)."""
     from gpufleet.capacity.kubectl import capacity_from_cluster
     from gpufleet.capacity.nvml import capacity_from_nvml
-    from gpufleet.discovery.kubernetes import FileCluster, KubeconfigCluster
+    from gpufleet.discovery.kubernetes import FileCluster
     from gpufleet.discovery.nvml import NvmlInventory
 
     chosen = [s for s, on in (("--kubeconfig", kubeconfig), ("--nodes", nodes), ("--nvml", nvml)) if on]
-    if len(chosen) != 1:
-        raise InputError("choose exactly one source: --kubeconfig PATH, --nodes FILE or --nvml"
-                         + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if len(chosen) > 1:
+        raise InputError(f"choose exactly one source: --kubeconfig PATH, --nodes FILE or --nvml (got "
+                         f"{', '.join(chosen)})")
+    if context is not None and (nodes is not None or nvml):
+        raise InputError("--context goes with a live cluster (--kubeconfig or the current kubeconfig), not with "
+                         + ("--nodes" if nodes is not None else "--nvml"))
     if pods is not None and nodes is None:
         raise InputError("--pods goes with --nodes")
     if dra and nodes is None:
@@ -40,8 +90,8 @@ def discover(*, kubeconfig: Path | None = None, context: str | None = None, node
     if nodes is not None:
         source = cluster or FileCluster(nodes, pods, tuple(dra or ()))
         return _with_dra(capacity_from_cluster(source, "kubectl"), source)
-    source = cluster or KubeconfigCluster(kubeconfig, context)
-    return _with_dra(capacity_from_cluster(source, "kubernetes"), source)
+    return live_capacity(cluster or live_cluster(kubeconfig, context, request_timeout, chunk_size),
+                         "choose exactly one source: --kubeconfig PATH, --nodes FILE or --nvml")
 
 
 def _with_dra(cap: Capacity, source: ClusterSource) -> Capacity:
@@ -69,8 +119,8 @@ def _capacity_file(text: str) -> bool:
 
 def command(
     out: Annotated[Path, typer.Option("--out", help="Where to write capacity.json.")],
-    kubeconfig: Annotated[Optional[Path], typer.Option("--kubeconfig", help="Read a live cluster.")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context.")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     nodes: Annotated[Optional[Path], typer.Option("--nodes", help="`kubectl get nodes -o json` output.")] = None,
     pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
     dra: Annotated[Optional[list[Path]], typer.Option(
@@ -79,13 +129,16 @@ def command(
     nvml: Annotated[bool, typer.Option("--nvml", help="Read this machine's GPUs through NVML.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace --out even when it is not a capacity.json gpufleet wrote.")] = False,
+    request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
+    chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
 ) -> None:
     """Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."""
     from gpufleet.outdir import check_own_file, write_own_file
 
     try:
         check_own_file(out, _capacity_file, "capacity.json", force)
-        cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml, dra=dra)
+        cap = discover(kubeconfig=kubeconfig, context=context, nodes=nodes, pods=pods, nvml=nvml, dra=dra,
+                       request_timeout=request_timeout, chunk_size=chunk_size)
         write_own_file(out, json.dumps(cap.to_json(), indent=2) + "\n", _capacity_file, "capacity.json", force)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)  # every problem, one line each

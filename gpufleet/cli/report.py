@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
+                                   RequestTimeoutOption)
 from gpufleet.errors import GpufleetError, InputError
 
 
@@ -27,27 +29,30 @@ def _summary_is_ours(text: str) -> bool:
     return text.startswith(SUMMARY_MARK)
 
 
-def _build(stack, project_dir, nodes, pods, manifests, ert):
+def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, None, DEFAULT_TIMEOUT, DEFAULT_CHUNK)):
     from gpufleet.report import report_of, stack_report
 
+    kubeconfig, context = live_options[:2]
     if stack is not None:
-        if nodes is not None or pods is not None or manifests:
+        if nodes is not None or pods is not None or manifests or kubeconfig is not None or context is not None:
             raise InputError("--stack plans nodes and workloads from the stack file; do not also give --nodes, "
-                             "--pods or MANIFEST arguments")
+                             "--pods, --kubeconfig, --context or MANIFEST arguments")
         from gpufleet.config.loading import load_stack
 
         loaded = load_stack(stack, project_dir)
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
         return stack_report(stack, loaded.config)
-    if nodes is None:
-        raise InputError("give --stack NAME, or --nodes FILE [--pods FILE] MANIFEST...")
-    from gpufleet.cli.check import read_inputs, with_origin
+    from gpufleet.cli.check import capacity_source, read_inputs, with_origin
 
     # exactly what `check` accepts and refuses; no MANIFEST is a map of what already runs
-    cap, docs = read_inputs(manifests, nodes, pods, require_workloads=False)
+    live = capacity_source(nodes, pods, *live_options)
+    cap, docs = read_inputs(manifests, nodes, pods, require_workloads=False, live=live,
+                            no_cluster="give --stack NAME, --kubeconfig FILE, or kubectl files with --nodes FILE "
+                                       "[--pods FILE]")
     objects = cap.dra + [d.obj for d in docs]  # DRA objects from capacity.json or --pods go with the manifests
-    return with_origin(docs, lambda: report_of(f"nodes {nodes.name}", cap.nodes, cap.pods, objects,
+    title = f"nodes {nodes.name}" if nodes is not None else f"cluster {getattr(live, 'server', '') or 'live'}"
+    return with_origin(docs, lambda: report_of(title, cap.nodes, cap.pods, objects,
                                                extended_resource_toleration=ert))
 
 
@@ -66,6 +71,10 @@ def command(
     extended_resource_toleration: Annotated[bool, typer.Option(
         "--extended-resource-toleration",
         help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
+    chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
 ) -> None:
     """Draw which pod lands on which node, GPU, MIG slice or share, what stays free and what pends. Exit 0 / 2."""
     from gpufleet.report import render_html, summary_markdown
@@ -78,7 +87,8 @@ def command(
             check_own_file(summary, _summary_is_ours, "report summary", force)
             if summary.resolve() == out.resolve():
                 raise InputError(f"--summary {summary}: is the same file as --out")
-        report = _build(stack, project_dir, nodes, pods, manifests or [], extended_resource_toleration)
+        report = _build(stack, project_dir, nodes, pods, manifests or [], extended_resource_toleration,
+                        (kubeconfig, context, request_timeout, chunk_size))
         page = render_html(report)
         markdown = SUMMARY_MARK + "\n" + summary_markdown(report) if summary is not None else None
         write_own_file(out, page, _page_is_ours, "report page", force)

@@ -1,7 +1,7 @@
-"""Nodes and pods from a Kubernetes API. The only module that imports the `kubernetes` client.
+"""Nodes and pods from a Kubernetes API.
 
 `ClusterSource` is the interface (objects in kubectl's camelCase JSON shape); `KubeconfigCluster`
-talks to a live API server, `FileCluster` reads `kubectl get ... -o json` output, `NullCluster` has
+(gpufleet/discovery/live.py, the only module that imports the `kubernetes` client) reads a live API server, `FileCluster` reads `kubectl get ... -o json` output, `NullCluster` has
 nothing, and `gpufleet.discovery.fakes.FakeCluster` serves tests.
 """
 
@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line
+from gpufleet.discovery.live import NON_TERMINAL, KubeconfigCluster
+from gpufleet.errors import InputError, one_line
 
-#: Pods the scheduler counts against a node: the informer's field selector (scheduler.go newPodInformer).
-NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+__all__ = ["NON_TERMINAL", "ClusterSource", "FileCluster", "KubeconfigCluster", "NullCluster", "list_items",
+           "read_dra", "read_json", "read_list"]
 
 
 class ClusterSource(Protocol):
@@ -169,55 +170,3 @@ class FileCluster:
     def origins(self) -> tuple[str, str]:
         """Where nodes and pods come from, for messages."""
         return str(self.nodes_path), str(self.pods_path)
-
-
-class KubeconfigCluster:
-    """A live cluster, through a kubeconfig file and optional context."""
-
-    def __init__(self, kubeconfig: Path, context: str | None = None):
-        self.kubeconfig, self.context = kubeconfig, context
-        self._api = None
-
-    def _core(self):
-        try:
-            from kubernetes import client, config
-        except ImportError as e:  # pragma: no cover - kubernetes is a dependency
-            raise DiscoveryUnavailableError("the kubernetes client is not installed (pip install kubernetes)") from e
-        if self._api is None:
-            try:
-                self._api = config.new_client_from_config(config_file=str(self.kubeconfig), context=self.context)
-            except Exception as e:  # ConfigException, FileNotFoundError, yaml errors
-                raise DiscoveryUnavailableError(f"{self.kubeconfig}: cannot use this kubeconfig: {e}") from e
-        return client.CoreV1Api(self._api)
-
-    def _list(self, call, **kwargs) -> list[dict]:
-        try:
-            result = call(**kwargs)
-        except Exception as e:  # ApiException, urllib3 connection errors
-            raise DiscoveryUnavailableError(f"the Kubernetes API did not answer: {e}") from e
-        return self._api.sanitize_for_serialization(result).get("items", [])
-
-    def nodes(self) -> list[dict]:
-        return self._list(self._core().list_node)
-
-    def pods(self) -> list[dict]:
-        core = self._core()
-        return self._list(core.list_pod_for_all_namespaces, field_selector=NON_TERMINAL)
-
-    def dra(self) -> list[dict]:
-        """The resource.k8s.io/v1 objects; none when the API server does not serve that API (before 1.34)."""
-        from kubernetes import client
-
-        self._core()
-        api = client.ResourceV1Api(self._api)
-        found: list[dict] = []
-        for call, kind in ((api.list_device_class, "DeviceClass"), (api.list_resource_slice, "ResourceSlice"),
-                           (api.list_resource_claim_for_all_namespaces, "ResourceClaim")):
-            try:
-                items = self._list(call)
-            except DiscoveryUnavailableError as e:
-                if getattr(e.__cause__, "status", None) == 404:
-                    return []
-                raise
-            found += [{"apiVersion": "resource.k8s.io/v1", "kind": kind, **item} for item in items]
-        return found

@@ -108,48 +108,6 @@ def test_dra_needs_the_files_source(tmp_path):
                                                       "from the cluster)")
 
 
-class _Served:
-    """The resource.k8s.io/v1 list calls of the kubernetes client, answering from memory (or 404)."""
-
-    def __init__(self, api_client, served: bool = True):
-        self.served = served
-
-    def _answer(self, items):
-        from kubernetes.client.exceptions import ApiException
-
-        if not self.served:
-            raise ApiException(status=404, reason="Not Found")
-        return {"items": items}
-
-    def list_device_class(self):
-        return self._answer([{k: v for k, v in CLASSES[0].items() if k not in ("kind", "apiVersion")}])
-
-    def list_resource_slice(self):
-        return self._answer([{k: v for k, v in SLICES[0].items() if k not in ("kind", "apiVersion")}])
-
-    def list_resource_claim_for_all_namespaces(self):
-        return self._answer([])
-
-
-class _ApiClient:
-    def sanitize_for_serialization(self, obj):
-        return obj
-
-
-def test_live_cluster_lists_resource_k8s_io_v1_with_kinds(monkeypatch, tmp_path):
-    from kubernetes import client
-
-    from gpufleet.discovery.kubernetes import KubeconfigCluster
-
-    cluster = KubeconfigCluster(tmp_path / "kubeconfig")
-    cluster._api = _ApiClient()
-    monkeypatch.setattr(client, "ResourceV1Api", _Served)
-    assert [(o["kind"], o["metadata"]["name"]) for o in cluster.dra()] == [
-        ("DeviceClass", "gpu.nvidia.com"), ("ResourceSlice", "dra-node-a-gpu.nvidia.com-x7k2p")]
-    monkeypatch.setattr(client, "ResourceV1Api", lambda api: _Served(api, served=False))
-    assert cluster.dra() == []  # an API server without resource.k8s.io/v1 has no DRA objects
-
-
 def test_report_reads_the_dra_objects_of_capacity_json_as_check_does(tmp_path):
     out = tmp_path / "capacity.json"
     dra = kubectl_list(tmp_path / "dra.json", CLASSES + SLICES + CLAIMS)
