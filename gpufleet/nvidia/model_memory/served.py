@@ -210,8 +210,9 @@ def legacy_annotation(doc: dict) -> ServedModel:
         value = doc.get(key, default)
         if value is None and default is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < minimum:
-            raise ValueError(f"{key}={value!r} is not an integer >= {minimum}")
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or value != int(value) or not minimum <= value <= 2**50):
+            raise ValueError(f"{key}={value!r} is not an integer from {minimum} to 2**50")
         return int(value)
 
     dtype, kv = doc.get("dtype", "bf16"), doc.get("kvCacheDtype", "auto")
