@@ -73,6 +73,13 @@ class NodeClasses:
             self.of.append(c)
             self.members[c].append(i)
         self._static: dict[str, list[str | None]] = {}
+        self._shared: dict = {}
+
+    def shared(self, key, compute):
+        """A value over the fleet that pod shapes with equal inputs (`key`) share, computed once."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
 
     def __len__(self) -> int:
         return len(self.members)

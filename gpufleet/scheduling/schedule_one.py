@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
@@ -37,8 +37,21 @@ _MAX = np.maximum.reduce  # the ufunc itself: ndarray.max() adds a Python wrappe
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
 
-#: A further filter on one node (the DynamicResources plugin): None when it passes, else the reason.
-ExtraFilter = Callable[[int], "str | None"]
+#: Nodes the further filter (DynamicResources) is asked about at once.
+_CHUNK = 64
+
+
+class ExtraFilter(Protocol):
+    """A further filter (the DynamicResources plugin), asked about many nodes at once."""
+
+    def codes(self, positions: np.ndarray) -> np.ndarray:
+        """Per node: 0 when it passes, a reason's code (> 0), or < 0 for the filter's error."""
+
+    def reason(self, code: int) -> str:
+        """The reason string of a code."""
+
+    def fail(self, pos: int) -> None:
+        """Raise the filter's error for a node whose code is < 0."""
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int) -> int:
@@ -95,7 +108,7 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
                 counts[reason] = counts.get(reason, 0) + hit
         for reason, hit in [*later.items(), *extra_reasons.items()]:
             counts[reason] = counts.get(reason, 0) + hit
-        blocked = np.flatnonzero(shape.eligible)
+        blocked = shape.eligible_nodes  # shared: read only
         return Cycle(None, n, failed_scheduling(counts, n), blocked=blocked, extra_failures=extra_reasons)
     if len(window) == 1:
         return Cycle(int(window[0]), processed)
@@ -125,18 +138,32 @@ def _window(candidates: np.ndarray, start: int, k: int, n: int) -> tuple[np.ndar
 
 def _window_with(candidates: np.ndarray, start: int, k: int, n: int, extra: ExtraFilter,
                  reasons: dict[str, int]) -> tuple[np.ndarray, int]:
-    """As `_window`, with a further filter run on each node that passed the others, in visiting order."""
+    """As `_window`, with a further filter run on each node that passed the others, in visiting order: the
+    search stops at the (k+1)-th node that passes it. The filter answers for a chunk of nodes at a time
+    (it may look at a few nodes past the stop; what it says there is not counted)."""
     j = int(np.searchsorted(candidates, start))
-    found: list[int] = []
-    for pos in (*candidates[j:], *candidates[:j]):
-        reason = extra(int(pos))
-        if reason is not None:
-            reasons[reason] = reasons.get(reason, 0) + 1
-            continue
-        if len(found) == k:
-            return np.array(found, dtype=np.int64), int(pos - start) % n
-        found.append(int(pos))
-    return np.array(found, dtype=np.int64), n
+    ordered = np.concatenate((candidates[j:], candidates[:j])) if j else candidates
+    found: list[np.ndarray] = []
+    passed, at = 0, 0
+    while at < len(ordered):
+        chunk = ordered[at:at + max(_CHUNK, 2 * (k + 1 - passed))]
+        at += len(chunk)
+        codes = extra.codes(chunk)
+        ok = codes == 0
+        stop = int(np.searchsorted(np.cumsum(ok), k + 1 - passed))  # the first node past the window
+        seen = codes[:stop]
+        failed = np.flatnonzero(seen < 0)
+        if len(failed):
+            extra.fail(int(chunk[failed[0]]))
+        for code, count in enumerate(np.bincount(seen[seen > 0]).tolist()):
+            if count:
+                reason = extra.reason(code)
+                reasons[reason] = reasons.get(reason, 0) + count
+        found.append(chunk[:stop][ok[:stop]])
+        if stop < len(chunk):
+            return np.concatenate(found), int(chunk[stop] - start) % n
+        passed += int(np.count_nonzero(ok))
+    return (np.concatenate(found) if found else candidates[:0]), n
 
 
 def score(snap: Snapshot, shape: PodShape, window: np.ndarray) -> np.ndarray:

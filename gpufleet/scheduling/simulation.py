@@ -60,8 +60,9 @@ class Run:
         held[index] = held.get(index, 0) + 1
 
     def holders(self, shape: PodShape) -> "Holders":
-        """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload."""
-        found = self._holders.get(id(shape))
+        """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload
+        (kept per set of such nodes: shapes with the same static filter results share it)."""
+        found = self._holders.get(id(shape.eligible))
         if found is None:
             if self._pods is None:
                 pairs = [(node, j, n) for node, held in self.occupants.items() for j, n in held.items()]
@@ -69,7 +70,7 @@ class Run:
             node, owner, count = self._pods
             hit = shape.eligible[node] if len(node) else np.zeros(0, dtype=bool)
             size = int(owner.max()) + 1 if len(owner) else 0
-            found = self._holders[id(shape)] = Holders(
+            found = self._holders[id(shape.eligible)] = Holders(
                 np.bincount(owner[hit], weights=count[hit], minlength=size).astype(np.int64),
                 np.bincount(owner[hit], minlength=size))
         return found
@@ -112,6 +113,8 @@ class Simulation:
         against the others, when some pod's placement depends on where other pods are (`base` then keeps
         the pods on each node)."""
         self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
+        if dra_base is not None:
+            dra_base.attach(base.nodes)
         self.kind_of = same_node_kind
         self.constraints = constraints or {}
 
@@ -210,24 +213,16 @@ class Simulation:
             return Cycle(None, 0, needs.gated), None
         if needs.prefilter:
             return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None
-        found: dict[int, list] = {}
-
-        def extra(pos: int) -> str | None:
-            result = dra.filter(snap.nodes[pos], needs)
-            if isinstance(result, str):
-                return result
-            found[pos] = result
-            return None
-
+        tried = dra.tried(needs)
         try:
-            cycle = schedule_one(snap, shape, start, rng, extra)
+            cycle = schedule_one(snap, shape, start, rng, tried)
         except FilterError as e:
             return Cycle(None, snap.n, f'running "DynamicResources" filter plugin: {e}'), None
         if cycle.node is None:
             if cycle.extra_failures.get(NOT_ON_NODE):  # an allocated claim was unavailable on some node
                 release_unreserved(dra, needs)  # the pod stays Pending this attempt; later pods get the devices
             return cycle, None
-        used, allocated = dra.commit(snap.nodes[cycle.node], needs, found[cycle.node])
+        used, allocated = dra.commit(snap.nodes[cycle.node], needs, tried.found(cycle.node))
         return cycle, (used, allocated)
 
     def _decisive(self, snap: Snapshot, tied: np.ndarray, claims: bool) -> bool:

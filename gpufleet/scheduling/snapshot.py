@@ -96,20 +96,17 @@ class PodShape:
         self.cpu, self.memory = self.requests.get(CPU, 0), self.requests.get(MEMORY, 0)
         self.best_effort = not self.cpu and not self.memory
         self.fit = {r: v for r, v in self.requests.items() if v > 0 and r != PODS}
-        codes = np.array([-1 if s is None else j for j, s in enumerate(static)], dtype=np.int32)
+        # Arrays over the fleet are shared by the shapes with equal inputs (the static result, tolerations,
+        # preferred terms, images): a fleet's thousands of workloads have a few dozen of each.
         self.static = static
-        self.static_of = codes[class_of] if len(class_of) else np.zeros(0, dtype=np.int32)
-        self.eligible = self.static_of < 0
-        self.static_counts: dict[str, int] = {}
-        for c, reason in enumerate(static):
-            if reason is not None:
-                self.static_counts[reason] = self.static_counts.get(reason, 0) + len(classes.members[c])
-        taints = [intolerable_prefer_no_schedule(node, terms.tolerations) for node in classes.nodes]
-        self.taint_raw = np.array(taints, dtype=_INT)[class_of] if len(set(taints)) > 1 else None
+        self.static_of, self.eligible, self.static_counts, self.eligible_nodes = classes.shared(
+            ("static", id(static)), lambda: _static_arrays(static, classes, class_of))
+        self.taint_raw = classes.shared(("taints", repr(terms.tolerations)), lambda: _by_class(
+            [intolerable_prefer_no_schedule(node, terms.tolerations) for node in classes.nodes], class_of))
         preferred = preferred_terms(spec)
-        affinity = [preferred_score(node, preferred) for node in classes.nodes] if preferred else []
-        self.affinity_raw = np.array(affinity, dtype=_INT)[class_of] if len(set(affinity)) > 1 else None
-        self.image_raw = _image_scores(spec, images)
+        self.affinity_raw = classes.shared(("preferred", repr(preferred)), lambda: _by_class(
+            [preferred_score(node, preferred) for node in classes.nodes] if preferred else [], class_of))
+        self.image_raw = _image_scores(spec, images, classes)
         self.beyond: dict[int, bool] = {}
         """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
         self._possible: np.ndarray | None = None
@@ -170,10 +167,29 @@ class PodShape:
         return True
 
 
-def _image_scores(spec: dict, images: ImageStates) -> np.ndarray | None:
+def _static_arrays(static: list[str | None], classes: NodeClasses, class_of: np.ndarray) -> tuple:
+    """(per node the code of its first failing static filter or -1, the nodes that pass as a mask and as
+    positions, per reason the nodes failing it)."""
+    codes = np.array([-1 if s is None else j for j, s in enumerate(static)], dtype=np.int32)
+    static_of = codes[class_of] if len(class_of) else np.zeros(0, dtype=np.int32)
+    counts: dict[str, int] = {}
+    for c, reason in enumerate(static):
+        if reason is not None:
+            counts[reason] = counts.get(reason, 0) + len(classes.members[c])
+    eligible = static_of < 0
+    return static_of, eligible, counts, np.flatnonzero(eligible)
+
+
+def _by_class(values: list[int], class_of: np.ndarray) -> np.ndarray | None:
+    """Per node its class's value; None when every class has the same (the score cannot differ)."""
+    return np.array(values, dtype=_INT)[class_of] if len(set(values)) > 1 else None
+
+
+def _image_scores(spec: dict, images: ImageStates, classes: NodeClasses) -> np.ndarray | None:
     if not images:
         return None
     containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or () if isinstance(c, dict)]
     if not containers:
         return None
-    return images.scores(tuple(str(c.get("image") or "") for c in containers), len(containers))
+    names = tuple(str(c.get("image") or "") for c in containers)
+    return classes.shared(("images", names), lambda: images.scores(names, len(containers)))

@@ -10,9 +10,10 @@ first full solution. The search is bounded (SEARCH_BUDGET steps), like the sched
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
-from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate
+from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate, projection, reads
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.dra.pools import Pool
 
@@ -51,7 +52,20 @@ class Alternative:
     admin: bool
 
 
+_ALTERNATIVES: dict[int, tuple[dict, list[Alternative]]] = {}
+
+
 def alternatives(request: dict) -> list[Alternative]:
+    """A request's alternatives in order (read once per request object: specs never change in a check)."""
+    found = _ALTERNATIVES.get(id(request))
+    if found is None or found[0] is not request:
+        if len(_ALTERNATIVES) > 65536:
+            _ALTERNATIVES.clear()
+        found = _ALTERNATIVES[id(request)] = (request, _alternatives(request))  # holds it: the id stays its own
+    return found[1]
+
+
+def _alternatives(request: dict) -> list[Alternative]:
     name = request.get("name") or ""
     if request.get("exactly") is not None:
         return [_alternative(name, request["exactly"])]
@@ -100,19 +114,26 @@ class Allocator:
     """One node's allocation state: its pools, the devices in use, the classes."""
 
     def __init__(self, classes: dict[str, dict], pools: list[Pool], in_use: set[tuple[str, str, str]],
-                 selected: dict[tuple, bool] | None = None, activations: dict[tuple, dict] | None = None):
-        """`selected` and `activations` may be shared between allocators (CEL is pure: a device passes
-        the same selectors every time), which saves evaluating them per pod and node."""
+                 selected: dict[tuple, bool] | None = None, activations: dict[tuple, dict] | None = None,
+                 outcomes: dict[tuple, bool | str] | None = None, candidates: dict[tuple, tuple] | None = None):
+        """`selected`, `activations` and `outcomes` may be shared between allocators (CEL is pure: a device
+        passes the same selectors every time), which saves evaluating them per pod and node; `outcomes`
+        holds one expression's result (or runtime error) per set of values it reads (`cel.reads`), so
+        devices that agree on those share one evaluation; `candidates` holds, per pools and alternative, the
+        devices its selectors let through (or fail on), so a search skips the others without asking again."""
         self.classes, self.pools, self.in_use = classes, pools, in_use
         self.devices = [d for p in pools for d in p.devices]
+        self.keys = [d.key for d in self.devices]
         self._match: dict[tuple, bool] = {} if selected is None else selected
         self._activation: dict[tuple, dict] = {} if activations is None else activations
+        self._outcome: dict[tuple, bool | str] = {} if outcomes is None else outcomes
+        self._candidates: dict[tuple, tuple] = {} if candidates is None else candidates
         self.steps = 0
 
     # -- selectors ------------------------------------------------------------------------------------------
 
-    def _selected(self, device: Device, claim: Claim, alt: Alternative) -> bool:
-        key = (device.key, alt.class_name, alt.selectors)
+    def _selected(self, device: Device, claim: Claim, alt: Alternative, device_key=None) -> bool:
+        key = (device.key if device_key is None else device_key, alt.class_name, alt.selectors)
         found = self._match.get(key)
         if found is None:
             found = self._match[key] = self._evaluate(device, claim, alt)
@@ -127,12 +148,41 @@ class Allocator:
                     program = compile_selector(expression)
                 except CelError as e:
                     raise FilterError(f"{who}: selector #{i}: CEL compile error: {e}") from e
-                try:
-                    if not evaluate(program, self._device_var(device)):
-                        return False
-                except CelError as e:
-                    raise FilterError(f"{who}: selector #{i}: CEL runtime error: {e}") from e
+                outcome = self._run(expression, program, device)
+                if isinstance(outcome, str):
+                    raise FilterError(f"{who}: selector #{i}: CEL runtime error: {outcome}")
+                if not outcome:
+                    return False
         return True
+
+    def _run(self, expression: str, program, device: Device) -> bool | str:
+        """One compiled selector on one device: its result, or its runtime error's text."""
+        try:
+            activation = self._device_var(device)
+        except CelError as e:  # an attribute that is no value of its type
+            return str(e)
+        paths = reads(expression)
+        key = (expression, device.key if paths is None else self._seen(device, activation, paths))
+        found = self._outcome.get(key)
+        if found is None:
+            try:
+                found = evaluate(program, activation)
+            except CelError as e:
+                found = str(e)
+            self._outcome[key] = found
+        return found
+
+    def _seen(self, device: Device, activation: dict, paths: tuple) -> tuple:
+        """`cel.projection` of a device, from its fields read once each (kept with the outcomes, by
+        (device, path): no expression is a tuple)."""
+        out = [device.driver]
+        for path in paths:
+            field = (device.key, path)
+            value = self._outcome.get(field)
+            if value is None:
+                value = self._outcome[field] = (projection(activation, (path,))[1],)
+            out.append(value[0])
+        return tuple(out)
 
     def _device_var(self, device: Device) -> dict:
         found = self._activation.get(device.key)
@@ -206,27 +256,29 @@ class Allocator:
                 return None
         return newly
 
-    def _tick(self) -> None:
-        self.steps += 1
-        if self.steps > SEARCH_BUDGET:
-            raise OutOfBudget
-
     def _take(self, claim, alt, c, left, start, picked, taken, fixed, rest) -> bool:
+        """Device slots one by one: the devices from `start` on, in order. Every device visited is a step
+        of the budget; those the alternative's selectors reject are passed over in bulk (the same steps)."""
         if left == 0:
             return rest()
         if len(picked[c]) >= CLAIM_LIMIT:
             return False
-        for pos in range(start, len(self.devices)):
-            self._tick()
+        positions, failing = self._selectable(claim, alt)
+        keys, in_use, last = self.keys, self.in_use, start
+        for at in range(bisect_left(positions, start), len(positions)):
+            pos = positions[at]
+            self._steps(pos + 1 - last)
+            last = pos + 1
+            key = keys[pos]
+            if key in taken or (key in in_use and not alt.admin):
+                continue
             device = self.devices[pos]
-            if device.key in taken or (device.key in self.in_use and not alt.admin):
-                continue
-            if not self._selected(device, claim, alt):
-                continue
+            if pos in failing:
+                self._selected(device, claim, alt, key)  # raises the selector's error, in this claim's words
             newly = self._fits(device, claim, alt, c, fixed)
             if newly is None:
                 continue
-            taken.add(device.key)
+            taken.add(key)
             picked[c].append((alt.request, device))
             fixed[c].update(newly)
             if self._take(claim, alt, c, left - 1, pos + 1, picked, taken, fixed, rest):
@@ -234,8 +286,30 @@ class Allocator:
             for i, _ in newly:
                 del fixed[c][i]
             picked[c].pop()
-            taken.discard(device.key)
+            taken.discard(key)
+        self._steps(len(self.devices) - last)
         return False
+
+    def _steps(self, count: int) -> None:
+        self.steps += count
+        if self.steps > SEARCH_BUDGET:
+            raise OutOfBudget
+
+    def _selectable(self, claim: Claim, alt: Alternative) -> tuple[list[int], frozenset[int]]:
+        """(positions of the devices the alternative's selectors pass or fail on, those they fail on)."""
+        key = (id(self.pools), alt.class_name, alt.selectors)
+        found = self._candidates.get(key)
+        if found is None:
+            positions, failing = [], set()
+            for pos, device in enumerate(self.devices):
+                try:
+                    if self._selected(device, claim, alt, self.keys[pos]):
+                        positions.append(pos)
+                except FilterError:
+                    positions.append(pos)
+                    failing.add(pos)
+            found = self._candidates[key] = (positions, frozenset(failing), self.pools)  # holds the pools: the id stays theirs
+        return found[0], found[1]
 
     def _all_pools_usable(self, claim: Claim, alt: Alternative) -> None:
         """An "All" request needs every pool on the node complete and valid, whatever devices they hold (the

@@ -8,6 +8,7 @@ values. Errors read as the scheduler's: `CEL compile error: ...`, `CEL runtime e
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -226,3 +227,34 @@ def _runtime_text(e: Exception) -> str:
     if len(args) > 2 and args[1] is ValueError and args[2]:  # a function refusing its argument: its own words
         return str(args[2][0])
     return text
+
+
+_LITERAL = r"(?:\"[^\"\\\n]*\"|'[^'\\\n]*')"
+_PATH = re.compile(r"\bdevice\s*\.\s*(?:driver\b|(attributes|capacity)\s*\[\s*(" + _LITERAL + r")\s*\]\s*"
+                   r"(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*(" + _LITERAL + r")\s*\]))(?!\s*\()")
+
+
+@lru_cache(maxsize=4096)
+def reads(expression: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The device fields an expression can read, as (attributes|capacity, domain, id), when every use of
+    `device` in it is a whole path to one field (or `device.driver`, always read); None when some use is
+    not (a map as a whole, an index that is not a literal): then anything about the device may count."""
+    found = []
+    for m in _PATH.finditer(expression):
+        if m.group(1):
+            found.append((m.group(1), m.group(2)[1:-1], m.group(3) or m.group(4)[1:-1]))
+    if re.search(r"\bdevice\b", _PATH.sub(" ", expression)):
+        return None
+    return tuple(dict.fromkeys(found))
+
+
+def projection(activation: dict, paths: tuple[tuple[str, str, str], ...]) -> tuple:
+    """What of a device an expression with these `reads` sees: its driver and each field's value as
+    written (type and text), or that it is absent. Two devices equal here give the expression the same result."""
+    device = activation["device"]
+    out: list = [str(device[celtypes.StringType("driver")])]
+    for where, domain, ident in paths:
+        fields = dict.get(device[celtypes.StringType(where)], celtypes.StringType(domain))
+        value = None if fields is None else dict.get(fields, celtypes.StringType(ident))
+        out.append(None if value is None else (type(value).__name__, str(value)))
+    return tuple(out)

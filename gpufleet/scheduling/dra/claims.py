@@ -9,11 +9,17 @@ check, are in use.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
 
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
-from gpufleet.scheduling.dra.allocator import Allocator, Claim, OutOfBudget, missing_class
+from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, OutOfBudget, missing_class
 from gpufleet.capacity.dra import Device, DraObjects
+from gpufleet.scheduling.dra.counting import Table, countable, counted
+from gpufleet.scheduling.dra.likeness import Looks, relevance
+from gpufleet.scheduling.dra.likeness import Shared as LookIds
 from gpufleet.scheduling.dra.pools import Pool, node_pools
 from gpufleet.scheduling.filters import node_selector_matches
 
@@ -21,6 +27,8 @@ CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
 TIMED_OUT = "timed out trying to allocate devices"
 RESERVED_FOR_MAX = 256
+#: Sets of claim specs whose allocator answers (per look of a node) are kept.
+KEPT_VERDICTS = 256
 _NAME_MAX = 57
 
 
@@ -72,13 +80,108 @@ class DraState:
         self._pools: dict[str, list[Pool]] = {}
         self._selected: dict[tuple, bool] = {}
         self._activations: dict[tuple, dict] = {}
+        self._outcomes: dict[tuple, bool | str] = {}
+        self._candidates: dict[tuple, tuple] = {}
+        self._table: Table | None = None
+        self._free: np.ndarray | None = None
+        self.nodes: list[Node] = []
+        self.index: dict[str, int] = {}
+        self.version = np.zeros(0, dtype=np.int64)
+        """Per node position (`attach`): bumped whenever a device the node can reach is taken or freed."""
+        self._reach: dict[tuple[str, str, str], list[int]] = {}
+        self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
+        self._look_ids: dict[tuple, LookIds] = {}  # relevance -> looks' ids (shared by the runs)
+        self._device_keys: dict[int, list] = {}
+        self._fields: dict[tuple, dict] = {}  # device -> CEL path -> what an expression sees there
+        self._on: dict[str, np.ndarray] = {}  # node selector -> per node: 0 not known, 1 matches, 2 does not
+        self._looks: dict[tuple, Looks] = {}  # relevance -> per node, its look's id (one run's)
+        self._signatures: dict[int, tuple[dict, str]] = {}
+        self._slices_of: dict[str, list[tuple[int, dict]]] | None = None
 
     def copy(self) -> "DraState":
         twin = DraState.__new__(DraState)
         twin.objects, twin.in_use, twin._pools = self.objects, set(self.in_use), self._pools
-        twin._selected, twin._activations = self._selected, self._activations
+        twin._selected, twin._activations, twin._outcomes = self._selected, self._activations, self._outcomes
+        twin._candidates, twin._table = self._candidates, self._table
+        twin._free = None if self._free is None else self._free.copy()
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
+        twin.nodes, twin.version, twin._reach, twin.index = self.nodes, self.version.copy(), self._reach, self.index
+        twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
+        twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
+        twin._signatures, twin._slices_of = self._signatures, self._slices_of
         return twin
+
+    def attach(self, nodes: Sequence[Node]) -> None:
+        """The nodes in the order the scheduler visits them: positions for `tried`."""
+        self.nodes, self.version = list(nodes), np.zeros(len(nodes), dtype=np.int64)
+        self.index = {}
+        for i, node in enumerate(self.nodes):
+            self.index.setdefault(node.name, i)
+        for i, node in enumerate(self.nodes):
+            for pool in self.pools(node):
+                for d in pool.devices:
+                    self._reach.setdefault(d.key, []).append(i)
+
+    def device_keys(self, pos: int) -> list[tuple[str, str, str]]:
+        """The keys of the devices node `pos` reaches, in the allocator's order."""
+        found = self._device_keys.get(pos)
+        if found is None:
+            found = self._device_keys[pos] = [d.key for p in self.pools(self.nodes[pos]) for d in p.devices]
+        return found
+
+    def pools(self, node: Node) -> list[Pool]:
+        found = self._pools.get(node.name)
+        if found is None:
+            if self._slices_of is None:  # slices by the node they name; those for many nodes under ""
+                self._slices_of = {}
+                for i, spec in enumerate(self.objects.slices):
+                    self._slices_of.setdefault(spec.get("nodeName") or "", []).append((i, spec))
+            mine = sorted(self._slices_of.get(node.name, []) + self._slices_of.get("", []), key=lambda p: p[0])
+            found = self._pools[node.name] = node_pools([spec for _, spec in mine], node)
+        return found
+
+    def _changed(self, keys) -> None:
+        for key in keys:
+            at = self._reach.get(key)
+            if at:
+                self.version[at] += 1
+            if self._free is not None:
+                self._free[self._table.entries.get(key, [])] = key not in self.in_use
+
+    def table(self) -> Table:
+        """Every (node, device) entry, for counting (gpufleet.scheduling.dra.counting)."""
+        if self._table is None:
+            self._table = Table(self)
+        return self._table
+
+    def free(self) -> np.ndarray:
+        """Per table entry: whether its device is free (this run's)."""
+        if self._free is None:
+            self._free = np.array([k not in self.in_use for k in self.table().keys], dtype=bool)
+        return self._free
+
+    def tried(self, needs: Needs) -> "NodeOutcomes":
+        """The filter's outcome per node for a pod with these needs."""
+        key = tuple(self._signature(c.spec) for c, _ in needs.allocate)
+        verdicts = self._verdicts.pop(key, None)
+        if verdicts is None:
+            verdicts = Verdicts(relevance([c for c, _ in needs.allocate], self.objects.classes))
+        self._verdicts[key] = verdicts  # most recently used last
+        if len(self._verdicts) > KEPT_VERDICTS:
+            del self._verdicts[next(iter(self._verdicts))]
+        return NodeOutcomes(self, needs, verdicts)
+
+    def looks(self, what: tuple) -> Looks:
+        found = self._looks.get(what)
+        if found is None:
+            found = self._looks[what] = Looks(self, what, self._look_ids.setdefault(what, LookIds()))
+        return found
+
+    def _signature(self, spec: dict) -> str:
+        found = self._signatures.get(id(spec))
+        if found is None or found[0] is not spec:
+            found = self._signatures[id(spec)] = (spec, repr(spec))  # holds it: the id stays its own
+        return found[1]
 
     def needs(self, namespace: str, pod: str, spec: dict) -> Needs:
         """What a pod's `resourceClaims` ask for (PreEnqueue and PreFilter of the plugin)."""
@@ -120,13 +223,16 @@ class DraState:
         for _, selector in needs.allocated:
             if selector and not node_selector_matches(selector, node):
                 return NOT_ON_NODE
+        return self.allocate(node, needs)
+
+    def allocate(self, node: Node, needs: Needs) -> list[list[tuple[str, Device]]] | str:
+        """The filter's allocation on one node, its claims' node selectors aside."""
         if not needs.allocate:
             return []
-        pools = self._pools.get(node.name)
-        if pools is None:
-            pools = self._pools[node.name] = node_pools(self.objects.slices, node)
+        pools = self.pools(node)
         try:
-            allocator = Allocator(self.objects.classes, pools, self.in_use, self._selected, self._activations)
+            allocator = Allocator(self.objects.classes, pools, self.in_use, self._selected, self._activations,
+                                  self._outcomes, self._candidates)
             found = allocator.allocate([c for c, _ in needs.allocate])
         except OutOfBudget:
             return TIMED_OUT
@@ -140,6 +246,7 @@ class DraState:
             devices = [d for _, d in picked]
             used += devices
             self.in_use |= {d.key for d in devices}
+            self._changed(d.key for d in devices)
             if key is not None:
                 local = any(pools[(d.driver, d.pool)].local for d in devices)
                 selector = ({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
@@ -151,6 +258,133 @@ class DraState:
         return used, [d for picked in result for _, d in picked]
 
 
+class NodeOutcomes:
+    """One set of needs against every node: what `DraState.filter` says, per node. The allocator runs once
+    per look of a node's devices (gpufleet.scheduling.dra.likeness), so a claim's allocation on a node is
+    tried again only when that node's free devices changed, and nodes that look alike share one try.
+    Codes: 0 passes, -1 the filter's error (asked again on the node, to raise it in its own words), else a
+    reason (`reason`)."""
+
+    REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
+    _UNKNOWN = -2
+
+    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts"):
+        self.state, self.needs, self.verdicts = state, needs, verdicts
+        self.looks = state.looks(verdicts.what) if needs.allocate else None
+        self.alts = countable(needs)
+
+    def codes(self, positions: np.ndarray) -> np.ndarray:
+        state, needs = self.state, self.needs
+        if not needs.allocate:
+            codes = np.zeros(len(positions), dtype=np.int8)
+        elif self.alts is not None:
+            codes = counted(state, state.table(), state.free(), self.alts, [c for c, _ in needs.allocate], positions)
+            codes[codes == 1] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
+            unsure = codes == self._UNKNOWN
+            if unsure.any():
+                codes[unsure] = self._allocated(positions[unsure])
+        else:
+            codes = self._allocated(positions)
+        if any(selector for _, selector in needs.allocated):
+            codes[~self._on_node(positions)] = 1 + self.REASONS.index(NOT_ON_NODE)
+        return codes
+
+    def _allocated(self, positions: np.ndarray) -> np.ndarray:
+        """The allocator's answer per node, once per look."""
+        state, needs = self.state, self.needs
+        ids = self.looks.of(positions)
+        verdicts = self.verdicts.sized(int(ids.max()) + 1 if len(ids) else 0)
+        codes = verdicts.code[ids]
+        for j in np.flatnonzero(codes == self._UNKNOWN).tolist():
+            look = int(ids[j])
+            if verdicts.code[look] == self._UNKNOWN:
+                verdicts.learn(look, state, int(positions[j]), needs)
+            codes[j] = verdicts.code[look]
+        return codes
+
+    def _on_node(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each node matches every allocated claim's node selector (what the filter checks first)."""
+        ok = np.ones(len(positions), dtype=bool)
+        for _, selector in self.needs.allocated:
+            if not selector:
+                continue
+            key = repr(selector)
+            on = self.state._on.get(key)
+            if on is None:
+                on = self.state._on[key] = _by_name(selector, self.state.index)
+            if on is None:
+                on = self.state._on[key] = np.zeros(len(self.state.nodes), dtype=np.int8)
+            for pos in positions[on[positions] == 0].tolist():
+                on[pos] = 1 if node_selector_matches(selector, self.state.nodes[pos]) else 2
+            ok &= on[positions] == 1
+        return ok
+
+    def reason(self, code: int) -> str:
+        return self.REASONS[code - 1]
+
+    def found(self, pos: int) -> list[list[tuple[str, Device]]]:
+        """The devices per claim the allocator picks on a node that passes."""
+        if not self.needs.allocate:
+            return []
+        if self.alts is not None:  # counted: the allocator picks them now, on this node alone
+            return self.state.allocate(self.state.nodes[pos], self.needs)
+        devices = [d for p in self.state.pools(self.state.nodes[pos]) for d in p.devices]
+        return [[(request, devices[i]) for request, i in picked]
+                for picked in self.verdicts.picked[int(self.looks.id[pos])]]
+
+    def fail(self, pos: int) -> None:
+        """Raise the filter's error on this node, in this pod's names."""
+        self.state.filter(self.state.nodes[pos], self.needs)
+        raise AssertionError("the DynamicResources filter's error did not recur")
+
+
+def _by_name(selector: dict, index: dict[str, int]) -> np.ndarray | None:
+    """A selector of one term naming nodes (`matchFields` metadata.name In ...), as an allocation from a
+    node's own pool pins its claim: per node 1 matches, 2 does not; None for any other selector."""
+    terms = selector.get("nodeSelectorTerms") or ()
+    if len(terms) != 1 or terms[0].get("matchExpressions") or not terms[0].get("matchFields"):
+        return None
+    names: set[str] | None = None
+    for field in terms[0]["matchFields"]:
+        if field.get("key") != "metadata.name" or field.get("operator") != "In":
+            return None
+        values = {str(v) for v in field.get("values") or ()}
+        names = values if names is None else names & values
+    out = np.full(len(index), 2, dtype=np.int8)
+    out[[index[name] for name in names or () if name in index]] = 1
+    return out
+
+
+class Verdicts:
+    """The allocator's answer for one set of claim specs, per look of a node (shared by the runs)."""
+
+    def __init__(self, what: tuple):
+        self.what = what
+        self.code = np.zeros(0, dtype=np.int8)
+        self.picked: dict[int, list[list[tuple[str, int]]]] = {}
+
+    def sized(self, size: int) -> "Verdicts":
+        if size > len(self.code):
+            grown = np.full(max(size, 2 * len(self.code)), NodeOutcomes._UNKNOWN, dtype=np.int8)
+            grown[:len(self.code)] = self.code
+            self.code = grown
+        return self
+
+    def learn(self, look: int, state: DraState, pos: int, needs: Needs) -> None:
+        node = state.nodes[pos]
+        try:
+            result = state.allocate(node, needs)
+        except FilterError:
+            self.code[look] = -1
+            return
+        if isinstance(result, str):
+            self.code[look] = 1 + NodeOutcomes.REASONS.index(result)
+            return
+        index = {d.key: i for i, d in enumerate(d for p in state.pools(node) for d in p.devices)}
+        self.picked[look] = [[(request, index[d.key]) for request, d in picked] for picked in result]
+        self.code[look] = 0
+
+
 def release_unreserved(state: "DraState", needs: Needs) -> bool:
     """The plugin's PostFilter after a pod with claims found no node: an allocated claim that was not
     available on some node and is reserved for nobody is deallocated (its devices free for later pods).
@@ -159,6 +393,7 @@ def release_unreserved(state: "DraState", needs: Needs) -> bool:
         shared = state.shared.get(key)
         if shared is not None and selector is not None and shared.consumers == 0:
             state.in_use -= {d.key for d in shared.devices}
+            state._changed(d.key for d in shared.devices)
             del state.shared[key]
             return True
     return False

@@ -1,0 +1,110 @@
+"""Work done once per class of things that are the same gives what doing it every time gives.
+
+- DRA: the filter's answer per node kept per look of the node's devices, and counted where counting is
+  exact (gpufleet.scheduling.dra.likeness, .counting), against asking `DraState.filter` on every node for
+  every pod, on the generated DRA clusters the real scheduler's answers were recorded for;
+- CEL: a selector's result shared by devices equal in the fields it reads, against evaluating it on each.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.scheduling import check_workloads
+from gpufleet.scheduling.dra import claims
+from gpufleet.scheduling.dra.allocator import FilterError
+from gpufleet.scheduling.dra.cel import compile_selector, device_activation, evaluate, projection, reads
+from tests.scheduling.dra_scenarios import scenario
+
+
+class _EveryNode:
+    """The DynamicResources filter asked on every node it visits, for every pod: the plain loop."""
+
+    REASONS = claims.NodeOutcomes.REASONS
+
+    def __init__(self, state, needs):
+        self.state, self.needs, self._found = state, needs, {}
+
+    def codes(self, positions):
+        import numpy as np
+
+        out = np.zeros(len(positions), dtype=np.int8)
+        for j, pos in enumerate(positions.tolist()):
+            try:
+                result = self.state.filter(self.state.nodes[pos], self.needs)
+            except FilterError:
+                out[j] = -1
+                continue
+            if isinstance(result, str):
+                out[j] = 1 + self.REASONS.index(result)
+            else:
+                self._found[pos] = result
+        return out
+
+    def reason(self, code):
+        return self.REASONS[code - 1]
+
+    def fail(self, pos):
+        self.state.filter(self.state.nodes[pos], self.needs)
+
+    def found(self, pos):
+        return self._found[pos]
+
+
+def _everything(result) -> tuple:
+    return result.to_json(), result.placements, result.devices, result.device_uses
+
+
+@pytest.mark.parametrize("seed", range(0, 400, 3))
+def test_dra_answers_kept_per_device_look_match_asking_every_node(seed, monkeypatch):
+    s = scenario(seed)
+    shared = _everything(check_workloads(s["nodes"], s["pods"], s["manifests"]))
+    monkeypatch.setattr(claims.DraState, "tried", lambda state, needs: _EveryNode(state, needs))
+    plain = _everything(check_workloads(s["nodes"], s["pods"], s["manifests"]))
+    assert shared == plain
+
+
+def _device(attributes: dict, capacity: dict | None = None) -> dict:
+    return device_activation("gpu.nvidia.com", attributes, capacity or {})
+
+
+EXPRESSIONS = [
+    'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100"',
+    "device.attributes['gpu.nvidia.com'].index < 2",
+    'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0',
+    'has(device.attributes["gpu.nvidia.com"].profile)',
+    'device.attributes["gpu.nvidia.com"].exists(k, k == "uuid")',  # the whole map: nothing shared
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+]
+DEVICES = [
+    {"productName": {"string": "NVIDIA H100"}, "index": {"int": 0}, "type": {"string": "gpu"}, "uuid": {"string": "a"}},
+    {"productName": {"string": "NVIDIA H100"}, "index": {"int": 3}, "type": {"string": "gpu"}, "uuid": {"string": "b"}},
+    {"productName": {"string": "NVIDIA A100"}, "index": {"int": 0}, "type": {"string": "mig"}, "profile": {"string": "1g"}},
+    {"gpu.nvidia.com/productName": {"string": "NVIDIA H100"}, "index": {"int": 1}},
+]
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_devices_equal_in_what_a_selector_reads_get_its_answer(expression):
+    paths = reads(expression)
+    program = compile_selector(expression)
+    answers = {}
+    for attributes in DEVICES:
+        for memory in ("40Gi", "80Gi"):
+            activation = _device(attributes, {"memory": {"value": memory}})
+            try:
+                answer = evaluate(program, activation)
+            except Exception as e:  # noqa: BLE001 - the error text is the answer too
+                answer = str(e)
+            if paths is None:
+                continue
+            seen = projection(activation, paths)
+            assert answers.setdefault(seen, answer) == answer
+
+
+def test_a_selector_that_reads_a_map_as_a_whole_shares_nothing():
+    assert reads('device.attributes["gpu.nvidia.com"].exists(k, k == "uuid")') is None
+    assert reads('size(device.attributes["gpu.nvidia.com"])') is None
+    assert reads('device.attributes["gpu.nvidia.com"][name]') is None
+    assert reads('device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("1Gi"))') == (
+        ("capacity", "gpu.nvidia.com", "memory"),)
