@@ -89,5 +89,5 @@ def manifests_to_check(capacity: Capacity, cfg, claims: list[dict], workloads: l
 
 def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toleration: bool) -> CheckResult:
     """The `gpufleet check` engine on planned/discovered capacity."""
-    return check_workloads(capacity.nodes, capacity.pods, manifests,
+    return check_workloads(capacity.nodes, capacity.pods, [*capacity.admission, *manifests],
                            extended_resource_toleration=extended_resource_toleration)

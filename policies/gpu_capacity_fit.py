@@ -37,6 +37,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+#: Pulumi types of what admission reads before the scheduler (a namespace's quota shipped with its workloads).
+ADMISSION_TYPES = ("kubernetes:core/v1:ResourceQuota", "kubernetes:core/v1:LimitRange",
+                   "kubernetes:scheduling.k8s.io/v1:PriorityClass")
+
+
 def manifest_of(resource_type: str, props: Any) -> dict:
     _, group_version, kind = resource_type.split(":")
     api = group_version[len("core/"):] if group_version.startswith("core/") else group_version
@@ -61,8 +66,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     claims: list[dict] = []
 
     def collect(r) -> None:
-        if r.resource_type in CLAIM_TYPES:
-            claims.append(manifest_of(r.resource_type, r.props))
+        if r.resource_type in CLAIM_TYPES or r.resource_type in ADMISSION_TYPES:
+            claims.append(manifest_of(r.resource_type, r.props))  # read beside the workloads, as check reads them
         if r.resource_type in POD_SPEC_PATHS:
             m = manifest_of(r.resource_type, r.props)
             meta = m.get("metadata") or {}

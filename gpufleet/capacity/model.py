@@ -122,6 +122,9 @@ class Capacity:
     pods: list[BoundPod] = field(default_factory=list)
     dra: list[dict] = field(default_factory=list)
     """DRA objects (DeviceClass, ResourceSlice, ResourceClaim of resource.k8s.io/v1) as the API has them."""
+    admission: list[dict] = field(default_factory=list)
+    """What admission reads before the scheduler (ADMISSION_KINDS: quotas, limit ranges, priority classes,
+    Kueue queues and flavors), as the API has them."""
 
     def to_json(self) -> dict[str, Any]:
         out = {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
@@ -130,7 +133,14 @@ class Capacity:
             found = [o for o in self.dra if o.get("kind") == kind]
             if found:
                 out[key] = found
+        if self.admission:
+            out["admission"] = self.admission
         return out
+
+    @property
+    def objects(self) -> list[dict]:
+        """What a check reads beside the manifests: the DRA and admission objects."""
+        return [*self.dra, *self.admission]
 
     @classmethod
     def from_json(cls, doc: dict, origin: str = "capacity.json") -> "Capacity":
@@ -142,9 +152,23 @@ class Capacity:
                                  _non_zero(p.get("nonZeroRequests")),
                                  tuple(sorted((str(k), str(v)) for k, v in (p.get("labels") or {}).items())))
                         for p in doc.get("pods", [])],
-                       [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()])
+                       [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()],
+                       _admission(doc.get("admission"), origin))
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e
+
+
+#: Kinds admission reads (gpufleet.scheduling.admission): core quotas and limit ranges, priority classes, Kueue.
+ADMISSION_KINDS = ("ResourceQuota", "LimitRange", "PriorityClass", "ClusterQueue", "LocalQueue", "ResourceFlavor")
+
+
+def _admission(items: Any, origin: str) -> list[dict]:
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(o, dict) and o.get("kind") in ADMISSION_KINDS
+                                              for o in items):
+        raise InputError(f"{origin}: admission: expected a list of {', '.join(ADMISSION_KINDS)} objects")
+    return items
 
 
 def _non_zero(doc: Any) -> tuple[int, int] | None:

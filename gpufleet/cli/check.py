@@ -54,6 +54,10 @@ def _print_human(result: "CheckResult") -> None:
             table.add_row(Text(u.workload), u.reason, str(u.pending), Text(u.message))
         console.print(table)  # cells are Text, never markup: names and messages are the user's
         for u in result.unschedulable:
+            if u.refused_by:
+                console.print(Text(f"{u.workload}: admitted {u.admitted or 0} of {(u.admitted or 0) + u.pending} "
+                                   f"pods; the rest refused by {u.refused_by}"), highlight=False)
+        for u in result.unschedulable:
             if u.blocked is not None:
                 console.print(Text(u.workload), highlight=False)
                 _print_blocked(console, u.blocked)
@@ -137,7 +141,7 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
 
     def check() -> "CheckResult":
-        result = check_workloads(cap.nodes, cap.pods, cap.dra + [d.obj for d in docs],
+        result = check_workloads(cap.nodes, cap.pods, cap.objects + [d.obj for d in docs],
                                  extended_resource_toleration=extended_resource_toleration)
         add_policy_findings(result, [d.obj for d in docs], cap.nodes)
         return result

@@ -103,6 +103,8 @@ def _with_dra(cap: Capacity, source: ClusterSource) -> Capacity:
     if errors:
         raise InputError("\n".join(errors))
     cap.dra = objects
+    if hasattr(source, "admission"):  # a live cluster: what admission reads too
+        cap.admission = source.admission()
     return cap
 
 
@@ -147,4 +149,5 @@ def command(
         print(f"{out}: cannot write: {e}", file=sys.stderr)
         raise SystemExit(2) from e
     extra = f", {len(cap.dra)} DRA object(s)" if cap.dra else ""
+    extra += f", {len(cap.admission)} admission object(s)" if cap.admission else ""
     print(f"{out}: {len(cap.nodes)} node(s), {len(cap.pods)} bound pod(s){extra} from {cap.source}")

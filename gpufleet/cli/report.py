@@ -50,7 +50,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
     cap, docs = read_inputs(manifests, nodes, pods, require_workloads=False, live=live,
                             no_cluster="give --stack NAME, --kubeconfig FILE, or kubectl files with --nodes FILE "
                                        "[--pods FILE]")
-    objects = cap.dra + [d.obj for d in docs]  # DRA objects from capacity.json or --pods go with the manifests
+    objects = cap.objects + [d.obj for d in docs]  # DRA objects from capacity.json or --pods go with the manifests
     title = f"nodes {nodes.name}" if nodes is not None else f"cluster {getattr(live, 'server', '') or 'live'}"
     return with_origin(docs, lambda: report_of(title, cap.nodes, cap.pods, objects,
                                                extended_resource_toleration=ert))

@@ -54,6 +54,13 @@ DRA_PATHS = {"DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
              "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
              "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims"}
 DRA_API_VERSION = "resource.k8s.io/v1"
+#: What admission reads (kind -> (apiVersion, path)). Kueue's are read where it is installed (404 otherwise).
+ADMISSION_PATHS = {"ResourceQuota": ("v1", "/api/v1/resourcequotas"),
+                   "LimitRange": ("v1", "/api/v1/limitranges"),
+                   "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+                   "ClusterQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"),
+                   "LocalQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/localqueues"),
+                   "ResourceFlavor": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors")}
 
 #: The pod's service account, as the kubernetes client's in-cluster loader reads it.
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -344,6 +351,31 @@ class KubeconfigCluster:
                 return []
             found += [{"apiVersion": DRA_API_VERSION, "kind": kind, **without_managed_fields(i)}
                       if isinstance(i, dict) else i for i in items]
+        return found
+
+    def admission(self) -> list[dict]:
+        """What admission reads, each with its kind. A list the server does not serve (Kueue not installed) is
+        skipped; one the credentials may not read is skipped with a warning: admission is then not checked
+        against it."""
+        found: list[dict] = []
+        forbidden: list[str] = []
+        for kind, (version, path) in ADMISSION_PATHS.items():
+            try:
+                items = self._list(path, kind)
+            except _NotFound:
+                continue
+            except DiscoveryUnavailableError as e:
+                if "forbidden" not in str(e).lower():
+                    raise
+                forbidden.append(kind)
+                continue
+            found += [{"apiVersion": version, "kind": kind, **without_managed_fields(i)}
+                      if isinstance(i, dict) else i for i in items]
+        if forbidden:
+            self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
+                                 "credentials, so admission (quotas, limit ranges, priority classes, Kueue) is "
+                                 "checked without them; grant the ClusterRole in "
+                                 "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
 
     def _dra_versions_warning(self) -> None:

@@ -24,6 +24,7 @@ from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.errors import GpufleetError, InputError
+from gpufleet.scheduling.admission import Admission, admit
 from gpufleet.scheduling.classes import NodeClasses
 from gpufleet.scheduling.filters import has_pod_rules, matches_node_affinity, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
@@ -63,8 +64,11 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
     try:
-        workloads = workloads_of(manifests)
+        # API admission first (LimitRange, Priority, ResourceQuota, Kueue): the scheduler only sees what it admits
+        admission = admit(workloads_of(manifests), list(flatten(manifests)))
+        workloads = admission.workloads
         check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
+        check.admission = admission
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
 
@@ -92,6 +96,7 @@ class _Check:
         self.images = ImageStates(ordered)
         self.result = CheckResult()
         self.dra_base = None
+        self.admission: Admission | None = None
         self._shapes: dict[str, PodShape] = {}
         self.shapes: dict[int, PodShape] = {}
 
@@ -114,7 +119,18 @@ class _Check:
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]
         self.shapes = shapes
+        refused: dict[str, list[Unschedulable]] = {}
+        warned: dict[str, list[Warning]] = {}
+        if self.admission is not None:
+            for r in self.admission.rejections:
+                refused.setdefault(r.workload, []).append(
+                    Unschedulable(r.workload, "rejected", r.refused, r.message, admitted=r.admitted, refused_by=r.by))
+            for a in self.admission.warnings:
+                warned.setdefault(a.subject, []).append(Warning(a.subject, a.message, reason="admission"))
         for index in range(len(self.workloads)):
+            key = self.workloads[index].key
+            result.unschedulable += refused.pop(key, [])
+            result.warnings += warned.pop(key, [])
             if index in early:
                 entry = early[index]
                 (result.unschedulable if isinstance(entry, Unschedulable) else result.warnings).append(entry)
@@ -123,6 +139,7 @@ class _Check:
                     self._verdict(index, shapes[index], runs)
                 except GpufleetError as e:
                     raise InputError(f"{self.workloads[index].key}: {e}") from e
+        result.warnings += [w for ws in warned.values() for w in ws]  # about quota objects, not workloads
 
     def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict:
         """Per workload, its pods against the others, when any pod of the check has topology spread or pod
@@ -169,6 +186,7 @@ class _Check:
         w, result = self.workloads[index], self.result
         outcomes = [r.outcomes[index] for r in runs]
         pending_runs = [k for k, o in enumerate(outcomes) if o.pending]
+        result.pending_by_run[w.key] = tuple(o.pending for o in outcomes)
         shown = outcomes[pending_runs[0]] if pending_runs else outcomes[0]
         first = outcomes[0]
         counts: dict[int, int] = {}

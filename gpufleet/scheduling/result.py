@@ -45,9 +45,18 @@ class Unschedulable:
     pending: int
     message: str
     blocked: Blocked | None = None
+    admitted: int | None = None
+    """Admission (`rejected` by a quota or LimitRange partway through): the replicas that got in; `pending`
+    is then the replicas refused."""
+    refused_by: str = ""
+    """The object that refused them, e.g. ResourceQuota/ml/gpu-quota."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
+        if self.admitted is not None:
+            out["admitted"] = self.admitted
+        if self.refused_by:
+            out["refusedBy"] = self.refused_by
         if self.blocked is not None:
             out["blockedBy"] = self.blocked.to_json()
         return out
@@ -86,6 +95,8 @@ class CheckResult:
     devices: list[tuple[str, str, str]] = field(default_factory=list)
     #: (workload, node, device) for every device a placed pod uses, a shared claim's included (the report).
     device_uses: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Pods left Pending in each seeded run, per workload (`gpufleet headroom`). Not part of the JSON contract.
+    pending_by_run: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def fits(self) -> bool:

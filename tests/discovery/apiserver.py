@@ -89,6 +89,7 @@ class ApiServer:
     tls: tuple[Path, Path] | None = None  # (certificate, key)
     faults: list[Fault] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    extra: dict[str, list[dict]] = field(default_factory=dict)  # other served list paths -> items (kind set)
 
     def __post_init__(self):
         self._stop = threading.Event()
@@ -209,6 +210,9 @@ class ApiServer:
         if path in LISTS:
             kind, key, _ = LISTS[path]
             return kind, getattr(self, key), key
+        if path in self.extra:
+            items = self.extra[path]
+            return f"{items[0]['kind'] if items else 'Item'}List", items, path.rsplit("/", 1)[1]
         prefix = "/apis/resource.k8s.io/"
         if path.startswith(prefix):
             version, _, resource = path[len(prefix):].partition("/")

@@ -361,3 +361,35 @@ def test_in_a_pod_the_service_account_is_used(tls, tmp_path, files_model):
 def test_a_cluster_source_error_is_discovery_unavailable(tmp_path):
     with pytest.raises(DiscoveryUnavailableError, match="cannot use this kubeconfig"):
         KubeconfigCluster(tmp_path / "nope").nodes()
+
+
+def test_a_live_quota_refuses_the_replica_that_crosses_it_and_is_recorded_by_discover(tmp_path):
+    """The namespace's ResourceQuota (with the usage the API server counts) is read with the nodes: the replica
+    past it is refused in the API server's words, the same from the live cluster and from capacity.json."""
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota", "namespace": "ml"},
+             "spec": {"hard": {"requests.nvidia.com/gpu": "2"}},
+             "status": {"hard": {"requests.nvidia.com/gpu": "2"}, "used": {"requests.nvidia.com/gpu": "1"}}}
+    manifest = tmp_path / "two.yaml"
+    manifest.write_text(FITS.read_text().replace("replicas: 1", "replicas: 2"))
+    with ApiServer(nodes=NODES, pods=PODS, extra={"/api/v1/resourcequotas": [quota]}) as server:
+        kc = server.kubeconfig(tmp_path / "kc")
+        live = run("check", "--kubeconfig", kc, "--json", manifest)
+        out = tmp_path / "capacity.json"
+        assert run("discover", "--kubeconfig", kc, "--out", out).code == 0
+    doc = json.loads(live.out)
+    [refused] = [u for u in doc["unschedulable"] if u["reason"] == "rejected"]
+    assert (refused["admitted"], refused["pending"], refused["refusedBy"]) == (1, 1, "ResourceQuota/ml/gpu-quota")
+    assert ("exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=2, "
+            "limited: requests.nvidia.com/gpu=2") in refused["message"]
+    assert [o["kind"] for o in json.loads(out.read_text())["admission"]] == ["ResourceQuota"]
+    saved = run("check", "--nodes", out, "--json", manifest)
+    assert (saved.code, saved.out) == (live.code, live.out)
+
+
+def test_quotas_the_credentials_may_not_list_are_skipped_with_a_warning(tmp_path):
+    served = {"/api/v1/resourcequotas": [], "/api/v1/limitranges": []}
+    with ApiServer(nodes=NODES, pods=PODS, extra=served, forbidden=frozenset({"resourcequotas", "limitranges"})) as server:
+        done = run("discover", "--kubeconfig", server.kubeconfig(tmp_path / "kc"), "--out", tmp_path / "c.json")
+    assert done.code == 0, done.err
+    [warning] = [line for line in done.err.splitlines() if "ResourceQuota, LimitRange" in line]
+    assert "may not be listed" in warning and "deploy/rbac/gpufleet-discovery-clusterrole.yaml" in warning

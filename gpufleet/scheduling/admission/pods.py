@@ -1,0 +1,141 @@
+"""Pod specs as admission sees them: container resources as quantities, pod sums, QoS, generated names.
+
+Sources (kubernetes/kubernetes v1.34): `pkg/apis/core/v1/defaults.go` SetDefaults_Pod (a container's missing
+request defaults to its limit, on every created pod, templates' pods included); `pkg/api/v1/resource/helpers.go`
+PodRequests/PodLimits (init containers by the max rule, sidecars added, overhead on top) as the quota
+evaluator uses them; `pkg/apis/core/v1/helper/qos` GetPodQOS (only cpu and memory decide BestEffort).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from gpufleet.scheduling.admission.quantities import Q, q
+from gpufleet.scheduling.manifests import PodWorkload
+
+CONTAINER_LISTS = ("containers", "initContainers")
+QOS_RESOURCES = ("cpu", "memory")
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def containers(spec: dict) -> Iterator[tuple[str, int, dict]]:
+    """(list name, index, container) for app then init containers, skipping entries that are not objects."""
+    for key in CONTAINER_LISTS:
+        items = spec.get(key)
+        for i, c in enumerate(items if isinstance(items, list) else ()):
+            if isinstance(c, dict):
+                yield key, i, c
+
+
+def quantities(mapping: Any) -> dict[str, Q]:
+    """A ResourceList as quantities; entries that are not quantities are left out (API validation reports
+    them, see gpufleet.validation.resources)."""
+    out = {}
+    for name, value in _dict(mapping).items():
+        parsed = q(value)
+        if parsed is not None and isinstance(name, str):
+            out[name] = parsed
+    return out
+
+
+def requests_limits(container: dict) -> tuple[dict[str, Q], dict[str, Q]]:
+    resources = _dict(container.get("resources"))
+    return quantities(resources.get("requests")), quantities(resources.get("limits"))
+
+
+def with_defaulted_requests(spec: dict) -> dict:
+    """A deep copy of the spec with every container's missing requests set to its limits (SetDefaults_Pod)."""
+    out = copy.deepcopy(spec)
+    for _, _, c in containers(out):
+        resources = c.get("resources")
+        if not isinstance(resources, dict):
+            continue
+        limits = _dict(resources.get("limits"))
+        if not limits:
+            continue
+        requests = resources.get("requests")
+        if not isinstance(requests, dict):
+            requests = resources["requests"] = {}
+        for name, value in limits.items():
+            requests.setdefault(name, value)
+    return out
+
+
+def _add(into: dict[str, Q], more: dict[str, Q]) -> None:
+    for name, value in more.items():
+        into[name] = into[name] + value if name in into else value
+
+
+def _max(into: dict[str, Q], more: dict[str, Q]) -> None:
+    for name, value in more.items():
+        if name not in into or value.value > into[name].value:
+            into[name] = value
+
+
+def _pod_sum(spec: dict, which: int) -> dict[str, Q]:
+    total: dict[str, Q] = {}
+    for c in spec.get("containers") or ():
+        if isinstance(c, dict):
+            _add(total, requests_limits(c)[which])
+    init_max: dict[str, Q] = {}
+    sidecars: dict[str, Q] = {}
+    for c in spec.get("initContainers") or ():
+        if not isinstance(c, dict):
+            continue
+        own = requests_limits(c)[which]
+        if c.get("restartPolicy") == "Always":
+            _add(total, own)
+            _add(sidecars, own)
+            _max(init_max, dict(sidecars))
+        else:
+            need = dict(own)
+            _add(need, sidecars)
+            _max(init_max, need)
+    _max(total, init_max)
+    return total
+
+
+def pod_requests(spec: dict, overhead: bool = True) -> dict[str, Q]:
+    """PodRequests: what the pod asks for (the quota evaluator adds `spec.overhead`; the LimitRanger does not)."""
+    total = _pod_sum(spec, 0)
+    if overhead:
+        _add(total, quantities(spec.get("overhead")))
+    return total
+
+
+def pod_limits(spec: dict, overhead: bool = True) -> dict[str, Q]:
+    """PodLimits; overhead is added only to resources that have a limit."""
+    total = _pod_sum(spec, 1)
+    if overhead:
+        for name, value in quantities(spec.get("overhead")).items():
+            if name in total:
+                total[name] = total[name] + value
+    return total
+
+
+def is_best_effort(spec: dict) -> bool:
+    """GetPodQOS == BestEffort: no container requests or limits cpu or memory above zero (GPUs do not count)."""
+    for _, _, c in containers(spec):
+        for part in requests_limits(c):
+            if any(part[r].value > 0 for r in QOS_RESOURCES if r in part):
+                return False
+    return True
+
+
+def pod_name(w: PodWorkload, ordinal: int) -> str:
+    """The name the API server's admission errors give the `ordinal`-th pod of a workload: the Pod's or
+    StatefulSet pod's own name, else the controller's generateName (the random suffix is unknown offline)."""
+    if w.kind == "Pod":
+        return w.name
+    if w.kind == "StatefulSet":
+        return f"{w.name}-{ordinal}"
+    if w.kind == "Deployment":
+        return f"{w.name}-<pod-template-hash>-"
+    if w.kind == "CronJob":
+        return f"{w.name}-<scheduled-time>-"
+    return f"{w.name}-"
