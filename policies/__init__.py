@@ -23,6 +23,7 @@ from policies import (
     preinstalled_driver,
     public_loadbalancer,
     runtime_paths,
+    service_headroom,
     sharing_config_valid,
     stack_matches_nodes,
 )
@@ -31,7 +32,7 @@ PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
            no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
            model_concurrency, gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate,
-           dra_device_class_exists, stack_matches_nodes, preinstalled_driver)
+           dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("gpufleet.cli.validate",
                  "Validate manifests strictly: the schemas (unknown fields, unknown kinds and removed APIs are "
                  "errors)."),
+    "headroom": ("gpufleet.cli.headroom",
+                 "How many more of a pod fit, one after another, as kube-scheduler would place them."),
     "memory": ("gpufleet.cli.memory",
                "Show what vLLM takes on one GPU for a checkpoint and its flags, and whether it starts."),
     "report": ("gpufleet.cli.report",

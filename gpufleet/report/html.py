@@ -115,4 +115,5 @@ def render_html(report: FleetReport) -> str:
     return _environment().get_template("report.html.j2").render(
         title=report.title, pools=pools, gpu_h=GPU_H, label_h=LABEL_H, workloads=workloads, colours=colours,
         bars={w.index: _bar(w) for w in workloads}, not_running=report.not_running, warnings=report.warnings,
+        headroom=report.headroom,
         nodes=report.nodes, gpus=sum(p["gpus"] for p in pools), gpus_used=sum(p["gpus_used"] for p in pools))

@@ -141,6 +141,9 @@ class FleetReport:
     pools: list[PoolView]
     workloads: list[WorkloadView]
     warnings: list[tuple[str, str]]
+    #: How many more of each standard shape fit after the workloads (gpufleet.scheduling.headroom):
+    #: (shape, tolerates the GPU taint, instances, least, most).
+    headroom: list[tuple[str, bool, int, int, int]] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -209,9 +212,21 @@ def _assign(gpus: list[Gpu], pods: list[tuple[int, tuple[tuple[str, int], ...]]]
 
 
 def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
-    out = {}
+    """workload -> (reason, message, pods that do not run). A workload admission let in part of (a quota
+    crossed partway) counts its refused and its Pending pods together, both messages kept."""
+    out: dict[str, tuple[str, str, int]] = {}
     for u in result.unschedulable:
-        out[u.workload] = (u.reason, u.message, u.pending)
+        message = u.message
+        reason = u.reason
+        if u.refused_by and u.admitted:
+            reason = "refused"  # some replicas got in: not the whole workload
+            message = (f"{u.pending} of {u.admitted + u.pending} pods refused by {u.refused_by}: {u.message}")
+        if u.workload in out:
+            before = out[u.workload]
+            out[u.workload] = (before[0] if before[0] != "refused" else reason, f"{before[1]}; {message}",
+                               before[2] + u.pending)
+        else:
+            out[u.workload] = (reason, message, u.pending)
     return out
 
 

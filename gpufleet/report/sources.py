@@ -16,9 +16,15 @@ from gpufleet.scheduling import check_workloads, workloads_of
 def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],
               pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False) -> FleetReport:
     """Run the `gpufleet check` engine and draw what it placed."""
+    from gpufleet.scheduling.headroom import headroom_table
+
     result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
-    return build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
-                        extended_resource_toleration=extended_resource_toleration)
+    report = build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
+                          extended_resource_toleration=extended_resource_toleration)
+    report.headroom = [(shape.label, shape.tolerates, h.instances, *h.instances_range)
+                       for shape, h in headroom_table(nodes, running, manifests,
+                                                      extended_resource_toleration=extended_resource_toleration)]
+    return report
 
 
 def stack_report(name: str, cfg: StackConfig) -> FleetReport:

@@ -39,4 +39,10 @@ def summary_markdown(report: FleetReport) -> str:
         for w in short:
             lines.append(f"- `{_cell(w.key)}` expects {w.expected_mib} MiB of GPU memory; its share gives "
                          f"{w.budget_mib} MiB")
+    if report.headroom:
+        lines += ["", "How many more fit (copies of each shape after the workloads above):", "",
+                  "| shape | GPU taint tolerated | instances | range |", "|---|---|---|---|"]
+        for shape, tolerates, instances, low, high in report.headroom:
+            lines.append(f"| {_cell(shape)} | {'yes' if tolerates else 'no'} | {instances} | "
+                         f"{f'{low}-{high}' if low != high else ''} |")
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ MISSING = {
     "validate": ["--kube-version"],
     "report": ["--stack", "dev", "--out"],
     "memory": ["models/llama-3.1-8b", "--gpu"],
+    "headroom": ["--probe"],
 }
 
 

@@ -132,3 +132,26 @@ def test_every_gpu_workload_in_the_dra_legend_has_a_visible_shape_on_the_map(bro
              for c in r.get_attribute("class").split() if c.startswith("w")}
     assert legend and legend <= drawn, legend - drawn
     assert console_errors(browser) == []
+
+
+def test_headroom_table_lists_each_gpu_shape_with_what_is_left_of_the_planned_slices(browser, pages):
+    """The mig stack plans A100s cut into seven 1g.5gb slices (MIG `single`): one-slice copies fit exactly where
+    the stack's own workloads left slices free, and larger shapes fit fewer."""
+    from gpufleet.capacity.stack import capacity_from_stack
+    from gpufleet.config.loading import load_stack
+    from gpufleet.report import stack_report
+
+    _open(browser, pages["mig"])
+    rows = [[c.text for c in r.find_elements("css selector", "td")] for r in _shapes(browser, "#headroom tr")[1:]]
+    assert rows, "no headroom table on the page"
+    cfg = load_stack("mig", ROOT).config
+    report = stack_report("mig", cfg)
+    assert [(r[0], r[1] == "yes", int(r[2])) for r in rows] == [(s, t, n) for s, t, n, _, _ in report.headroom]
+    slices = sum(n.allocatable.get("nvidia.com/gpu", 0) for n in capacity_from_stack(cfg))
+    used = sum(w.placed * n for w in report.workloads for r, n in w.gpu_request if r == "nvidia.com/gpu")
+    counts = {(r[0], r[1]): int(r[2]) for r in rows}
+    one = next(v for (shape, tolerated), v in counts.items() if shape.startswith("1x ") and tolerated == "yes")
+    assert one == slices - used
+    sizes = sorted((int(shape.split("x ")[0]), v) for (shape, tolerated), v in counts.items() if tolerated == "yes")
+    assert all(a[1] >= b[1] for a, b in zip(sizes, sizes[1:]))
+    assert console_errors(browser) == []

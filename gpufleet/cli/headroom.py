@@ -1,0 +1,116 @@
+"""`gpufleet headroom`: how many more of a pod fit, one after another, as the scheduler would place them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
+                                   RequestTimeoutOption)
+from gpufleet.errors import GpufleetError, InputError
+
+
+def _probe(path: Path) -> dict:
+    from gpufleet.scheduling.manifests import workload_of
+    from gpufleet.scheduling.reading import load_documents
+
+    docs, problems = load_documents([path])
+    if problems:
+        raise InputError("\n".join(problems))
+    probes = [d.obj for d in docs if workload_of(d.obj) is not None]
+    if len(probes) != 1:
+        raise InputError(f"--probe {path}: expected one Pod, or one workload whose pod template is the probe; "
+                         f"found {len(probes)}")
+    return probes[0]
+
+
+def command(
+    probe: Annotated[Optional[Path], typer.Option("--probe", help="A Pod, or a Deployment/Job/... whose pod "
+                                                  "template is the probe (YAML or JSON).")] = None,
+    shapes: Annotated[bool, typer.Option("--shapes", help="Instead of a probe: the standard shapes (1, 2, 4, 8 "
+                                         "GPUs per product, each MIG profile; with and without the GPU taint's "
+                                         "toleration).")] = False,
+    manifests: Annotated[Optional[list[Path]], typer.Argument(
+        metavar="[MANIFEST]...", help="Workloads placed first, exactly as `gpufleet check` places them.")] = None,
+    nodes: Annotated[Optional[Path], typer.Option(
+        "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")] = None,
+    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: instances, instancesRange, "
+                                          "byNode, byProduct, byZone, stoppedBy.")] = False,
+    extended_resource_toleration: Annotated[bool, typer.Option(
+        "--extended-resource-toleration",
+        help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
+    chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
+) -> None:
+    """How many more of a pod fit, one after another, as kube-scheduler would place them.
+
+    The answer cluster-capacity gives: copies of the probe's pod are placed after MANIFEST until one does not
+    fit; it says how many, where they land (per node, GPU product or MIG profile, zone), the range over the
+    scheduler's tie-breaking, and what stopped the next one. Exit 0, or 2 on bad input.
+    """
+    from gpufleet.cli.check import capacity_source, read_inputs
+    from gpufleet.scheduling.headroom import headroom
+
+    try:
+        if (probe is None) == (not shapes):
+            raise InputError("give --probe FILE or --shapes (one of them)")
+        probe_obj = _probe(probe) if probe is not None else None
+        live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
+        cap, docs = read_inputs(list(manifests or []), nodes, pods, require_workloads=False, live=live)
+        objects = cap.objects + [d.obj for d in docs]
+        if shapes:
+            from gpufleet.scheduling.headroom import headroom_table
+
+            _print_table(headroom_table(cap.nodes, cap.pods, objects,
+                                        extended_resource_toleration=extended_resource_toleration), as_json)
+            return
+        answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
+                          extended_resource_toleration=extended_resource_toleration)
+    except GpufleetError as e:
+        print(str(e) or type(e).__name__, file=sys.stderr)
+        raise SystemExit(2) from e
+    if as_json:
+        print(json.dumps(answer.to_json()))
+        return
+    low, high = answer.instances_range
+    spread = f" ({low}-{high} over the scheduler's tie-breaking)" if low != high else ""
+    print(f"The cluster can schedule {answer.instances} more instance(s) of the probe{spread}.")
+    placed = sum(answer.by_node.values())
+    if placed != answer.instances:
+        print(f"  where one run of the scheduler put its {placed}:")
+    for title, table in (("by GPU product or MIG profile", answer.by_product), ("by zone", answer.by_zone)):
+        if table:
+            print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in table.items()))
+    if answer.by_node:
+        shown = sorted(answer.by_node.items(), key=lambda kv: (-kv[1], kv[0]))
+        more = f", and {len(shown) - 10} more node(s)" if len(shown) > 10 else ""
+        print("  by node: " + ", ".join(f"{k} {v}" for k, v in shown[:10]) + more)
+    if answer.stopped_by:
+        print(f"Stopped by: {answer.stopped_by}")
+
+
+def _print_table(rows, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([{"shape": s.label, "tolerates": s.tolerates, **h.to_json()} for s, h in rows]))
+        return
+    if not rows:
+        print("No GPU nodes: no standard GPU shapes to probe.")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="How many more fit")
+    for name in ("shape", "GPU taint tolerated", "instances", "range"):
+        table.add_column(name, justify="right" if name in ("instances", "range") else "left")
+    for shape, h in rows:
+        low, high = h.instances_range
+        table.add_row(shape.label, "yes" if shape.tolerates else "no", str(h.instances),
+                      f"{low}-{high}" if low != high else "")
+    Console().print(table)

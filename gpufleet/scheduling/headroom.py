@@ -1,0 +1,205 @@
+"""How many more of a pod fit? The question cluster-capacity (kubernetes-sigs) answers, on the check's own
+node choice (docs/capacity.md, "Headroom").
+
+The probe's pod is appended, after any manifests (placed first, exactly as `gpufleet check` places them), as a
+Deployment of more replicas than the nodes' free resources could hold. The scheduler places them one after
+another; cluster-capacity stops at the first that cannot be placed, and so does the count here: every later
+replica is the same pod against the same nodes, so it fails for the same reason.
+
+Where scores tie, the scheduler picks at random, and the count is a random variable: where the earlier pods
+landed decides what room is left. The real scheduler's runs spread too (77 and 79 copies of a 1-GPU pod on one
+300-node fleet). So the check runs HEADROOM_RUNS seeded runs:
+`instances` is their median, `instances_range` the least and most; `by_node`, `by_product` and `by_zone` are
+where the first run put its copies.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.requests import pod_requests
+from gpufleet.errors import InputError
+from gpufleet.scheduling.manifests import workload_of
+
+PROBE_NAME = "gpufleet-headroom-probe"
+#: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
+UNBOUNDED = 1_000_000
+#: Seeded runs a headroom answer takes: the median of the check's 3 strays from the real runs (tests/fixtures/oracle-headroom).
+HEADROOM_RUNS = 15
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+@dataclass
+class Headroom:
+    """The answer for one probe."""
+
+    probe: str
+    instances: int
+    instances_range: tuple[int, int]
+    by_node: dict[str, int] = field(default_factory=dict)
+    by_product: dict[str, int] = field(default_factory=dict)
+    by_zone: dict[str, int] = field(default_factory=dict)
+    stopped_by: str = ""
+    tried: int = 0
+
+    def to_json(self) -> dict:
+        return {"probe": self.probe, "instances": self.instances, "instancesRange": list(self.instances_range),
+                "byNode": self.by_node, "byProduct": self.by_product, "byZone": self.by_zone,
+                "stoppedBy": self.stopped_by}
+
+
+def probe_pod(obj: dict) -> tuple[str, dict, dict]:
+    """(namespace, pod metadata, pod spec) of a probe: a Pod, or a workload whose pod template is used."""
+    if not isinstance(obj, dict):
+        raise InputError("the probe is not a Kubernetes object")
+    w = workload_of(obj)
+    if w is None:
+        raise InputError(f"the probe is a {obj.get('kind')!r}; expected a Pod, or a Deployment, ReplicaSet, "
+                         "StatefulSet, Job or CronJob whose pod template is the probe")
+    if obj.get("kind") == "Pod":
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    else:
+        template = _template(obj)
+        meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    return w.namespace, {k: v for k, v in meta.items() if k in ("labels", "annotations")}, w.spec
+
+
+def _template(obj: dict) -> dict:
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec") or {}) if isinstance(spec.get("jobTemplate"), dict) \
+            else {}
+    template = spec.get("template")
+    return template if isinstance(template, dict) else {}
+
+
+def upper_bound(nodes: Sequence[Node], pods: Sequence[BoundPod], requests: dict[str, int]) -> int:
+    """Probe pods the nodes' free resources could hold at most (filters and taints aside), plus one."""
+    used: dict[str, Counter] = {}
+    for pod in pods:
+        used.setdefault(pod.node, Counter()).update(pod.requests)
+        used[pod.node]["pods"] += 1
+    wanted = {r: n for r, n in requests.items() if n > 0}
+    wanted.setdefault("pods", 1)
+    total = 0
+    for node in nodes:
+        free = used.get(node.name, Counter())
+        fits = UNBOUNDED
+        for resource, n in wanted.items():
+            if resource in node.unknown:
+                continue
+            have = node.allocatable.get(resource, 0) - free.get(resource, 0)
+            fits = min(fits, max(0, have) // n)
+        total += fits
+    return min(total, UNBOUNDED) + 1
+
+
+def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
+             extended_resource_toleration: bool = False, tie_runs: int | None = None) -> Headroom:
+    """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring)."""
+    from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
+
+    namespace, meta, spec = probe_pod(probe)
+    node_list, pod_list = _nodes(nodes), _pods(pods)
+    bound = upper_bound(node_list, pod_list, pod_requests(spec))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": PROBE_NAME, "namespace": namespace},
+                  "spec": {"replicas": bound, "template": {"metadata": copy.deepcopy(meta), "spec": spec}}}
+    key = f"Deployment/{namespace}/{PROBE_NAME}"
+    result = check_workloads(node_list, pod_list, [*manifests, deployment],
+                             extended_resource_toleration=extended_resource_toleration,
+                             tie_runs=tie_runs or HEADROOM_RUNS)
+    by_node = {node: n for k, node, n in result.placements if k == key}
+    placed = sum(by_node.values())
+    stuck = next((u for u in result.unschedulable if u.workload == key), None)
+    if stuck is not None and stuck.reason == "rejected":
+        raise InputError(f"the probe is not a valid pod: {stuck.message}")
+    per_run = sorted(bound - p for p in result.pending_by_run.get(key, ())) or [placed]
+    middle = per_run[len(per_run) // 2] if len(per_run) % 2 else (per_run[len(per_run) // 2 - 1]
+                                                                    + per_run[len(per_run) // 2]) // 2
+    named = {n.name: n for n in node_list}
+    products: Counter = Counter()
+    zones: Counter = Counter()
+    for node, n in by_node.items():
+        labels = named[node].labels if node in named else {}
+        products[_product(labels, spec)] += n
+        zones[labels.get(ZONE_LABEL, "(no zone)")] += n
+    return Headroom(key, middle, (min(per_run), max(per_run)), dict(sorted(by_node.items())),
+                    dict(sorted(products.items())), dict(sorted(zones.items())),
+                    stuck.message if stuck is not None else "", bound)
+
+
+def _product(labels: dict[str, str], spec: dict) -> str:
+    """The GPU product (or MIG profile) a probe pod got on a node, from the node's GFD labels."""
+    mig = sorted(r for r in pod_requests(spec) if r.startswith("nvidia.com/mig-"))
+    product = labels.get("nvidia.com/gpu.product", "")
+    if mig:
+        return f"{product.split('-MIG-')[0] or 'GPU'} {mig[0].removeprefix('nvidia.com/mig-')}"
+    return product or "(no GPU product label)"
+
+
+# --- standard shapes at a glance (report, `headroom --shapes`) --------------------------------------------------
+
+GPU_COUNTS = (1, 2, 4, 8)
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A probe the fleet's pods would use: GPUs of one product (or one MIG profile), with or without the GPU
+    taint's toleration."""
+
+    label: str
+    product: str
+    resource: str
+    count: int
+    tolerates: bool
+
+    def pod(self) -> dict:
+        spec: dict = {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10",
+                                      "resources": {"limits": {self.resource: self.count}}}]}
+        if self.resource == "nvidia.com/gpu":
+            spec["nodeSelector"] = {"nvidia.com/gpu.product": self.product}
+        if self.tolerates:
+            spec["tolerations"] = [GPU_TOLERATION]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "default"},
+                "spec": spec}
+
+
+def standard_shapes(nodes: Sequence[Node]) -> list[Shape]:
+    """1, 2, 4 and 8 `nvidia.com/gpu` per product label that has nodes with that many (whole GPUs, a MIG
+    `single` strategy's slices, shared replicas), and one of each MIG profile the nodes advertise (`mixed`);
+    each with and without the toleration of the `nvidia.com/gpu` taint."""
+    most: dict[str, int] = {}
+    profiles: set[str] = set()
+    for node in nodes:
+        product = node.labels.get("nvidia.com/gpu.product", "")
+        gpus = node.allocatable.get("nvidia.com/gpu", 0)
+        if product and gpus > 0:  # MIG `single` (…-MIG-1g.5gb) and shared (…-SHARED) products included
+            most[product] = max(most.get(product, 0), gpus)
+        profiles |= {r for r, n in node.allocatable.items() if r.startswith("nvidia.com/mig-") and n > 0}
+    shapes = []
+    for product in sorted(most):
+        for count in (c for c in GPU_COUNTS if c <= most[product]):
+            for tolerates in (True, False):
+                shapes.append(Shape(f"{count}x {product}", product, "nvidia.com/gpu", count, tolerates))
+    for resource in sorted(profiles):
+        for tolerates in (True, False):
+            shapes.append(Shape(resource.removeprefix("nvidia.com/"), "", resource, 1, tolerates))
+    return shapes
+
+
+def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], *,
+                   extended_resource_toleration: bool = False, tie_runs: int = 1) -> list[tuple[Shape, Headroom]]:
+    """Headroom of every standard shape after the manifests are placed: at a glance, one seeded run per shape
+    (each shape re-places the manifests; `headroom --probe` gives the median over HEADROOM_RUNS)."""
+    from gpufleet.scheduling.engine import _nodes, _pods
+
+    node_list, pod_list = _nodes(nodes), _pods(pods)
+    return [(shape, headroom(node_list, pod_list, manifests, shape.pod(),
+                             extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs))
+            for shape in standard_shapes(node_list)]

@@ -1,0 +1,80 @@
+"""service-headroom: a GPU service that fits today, but has no room for one more replica (advisory).
+
+For every Deployment the plan creates that asks for GPUs and is placed in full, copies of its pod are placed
+after everything the plan deploys, one after another as kube-scheduler would place them, until one does not
+fit (the answer `gpufleet headroom` gives; gpufleet.scheduling.headroom), on the planned capacity (the
+stack's node pools) or the discovered one. A service that cannot add a single replica is reported with what
+stops it, before an autoscaler or a rollout with surge finds out. Services with room are not reported: every
+plan would otherwise list each one; `gpufleet headroom` and the report's table give the counts.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
+
+from policies._capacity import CAPACITY_PROPERTIES, CapacityUnavailable, load_capacity
+from policies._common import POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config, stack_ref
+from policies.gpu_capacity_fit import manifest_of
+
+#: Seeded runs per service: a plan-time estimate (`gpufleet headroom` takes the median of more).
+RUNS = 3
+
+
+def _gpus(manifest: dict) -> bool:
+    from gpufleet.capacity.requests import pod_requests
+    from gpufleet.scheduling.manifests import workload_of
+
+    w = workload_of(manifest)
+    return w is not None and any(r.startswith("nvidia.com/") and n > 0 for r, n in pod_requests(w.spec).items())
+
+
+def validate(args: StackValidationArgs, report_violation) -> None:
+    config = config_of(args)
+    manifests: list[tuple[dict, str]] = []
+
+    def collect(r) -> None:
+        if r.resource_type in POD_SPEC_PATHS:
+            manifests.append((manifest_of(r.resource_type, r.props), r.urn))
+
+    each_known(args.resources, collect)
+    services = [(m, urn) for m, urn in manifests if m.get("kind") == "Deployment" and _gpus(m)]
+    if not services:
+        return
+    ref = stack_ref(config, args.resources[0].urn if args.resources else None)
+    cfg = load_stack_config(ref)
+    try:
+        capacity = load_capacity(config, cfg, ref)
+    except CapacityUnavailable:
+        return  # gpu-capacity-fit reports an unusable capacity source
+    from gpufleet.scheduling.headroom import headroom
+    from policies._capacity import check_fit
+
+    ert = config.get("extendedResourceToleration")
+    if ert is None:
+        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
+    everything = [m for m, _ in manifests]
+    result = check_fit(capacity, everything, bool(ert))
+    short = {u.workload for u in result.unschedulable} | {w.workload for w in result.warnings}
+    for manifest, urn in services:
+        meta = manifest.get("metadata") or {}
+        key = f"Deployment/{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        if key in short:
+            continue  # not placed in full: gpu-capacity-fit's
+        answer = headroom(capacity.nodes, capacity.pods, everything, manifest,
+                          extended_resource_toleration=bool(ert), tie_runs=RUNS)
+        if answer.instances_range[1] > 0:
+            continue
+        stop = answer.stopped_by.rstrip(".")
+        report_violation(f"{key}: no room for one more replica on the {capacity.source or 'planned'} capacity "
+                         f"({len(capacity.nodes)} node(s)): {stop}. Expected room to scale by at least one "
+                         "replica (for a rollout's surge or an autoscaler); add capacity or keep the replica "
+                         "count.", urn)
+
+
+POLICY = StackValidationPolicy(
+    name="service-headroom",
+    description="Every GPU service that fits has room for one more replica on the planned or discovered capacity.",
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=PolicyConfigSchema(properties={**STACK_CONFIG_PROPERTIES, **CAPACITY_PROPERTIES}),
+    validate=validate,
+)
