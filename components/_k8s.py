@@ -13,6 +13,7 @@ from gpufleet.render.workloads import env_secret_name
 _KINDS = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
     ("v1", "Secret"): k8s.core.v1.Secret,
     ("v1", "Service"): k8s.core.v1.Service,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,

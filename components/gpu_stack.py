@@ -24,7 +24,7 @@ from gpufleet.render import gpu_stack as r
 from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
-from gpufleet.render.workloads import namespace, workload_objects
+from gpufleet.render.workloads import gpu_quotas, namespace, workload_objects
 
 
 @dataclass
@@ -55,7 +55,13 @@ class GpuStack(pulumi.ComponentResource):
             if any(n in labels for n in pool.nodes)
         ]
         self.namespaces = {
-            ns: from_manifest(f"{name}-ns-{ns}", namespace(ns), child_opts(self, p)) for ns in cfg.namespaces()
+            ns: from_manifest(f"{name}-ns-{ns}", namespace(ns), child_opts(self, p)) for ns in cfg.namespace_names()
+        }
+        self.quotas = {  # before the workloads: admission counts their pods against them
+            q["metadata"]["namespace"]: from_manifest(
+                f"{name}-quota-{q['metadata']['namespace']}", q,
+                child_opts(self, p, _in(self.namespaces, q["metadata"]["namespace"])))
+            for q in gpu_quotas(cfg)
         }
         self.claims = {
             (c["metadata"]["namespace"], c["metadata"]["name"]): from_manifest(
@@ -115,7 +121,7 @@ class GpuStack(pulumi.ComponentResource):
 
     def _workload(self, name: str, cfg: StackConfig, w, p):
         manifests = workload_objects(cfg, w)
-        deps = [*self.gpu_stack_ready, *_in(self.namespaces, w.namespace)]
+        deps = [*self.gpu_stack_ready, *_in(self.namespaces, w.namespace), *_in(self.quotas, w.namespace)]
         if w.gpu is not None and w.gpu.shared_claim is not None:
             deps.append(self.claims[(w.namespace, w.gpu.shared_claim)])
         opts = pulumi.ResourceOptions(parent=self)

@@ -101,7 +101,11 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         verdict = ("is rejected by the API server" if u.reason == "rejected"
                    else f"leaves {u.pending} pod(s) Pending")
         why = f" Why: {u.blocked.summary}. Fix: {u.blocked.fix}." if u.blocked is not None else ""
-        report_violation(f"{u.workload}{asks} {verdict}: {u.message}{why} Expected it to fit the "
+        if u.refused_by:
+            why = (f" {u.admitted or 0} of {(u.admitted or 0) + u.pending} pods are admitted; {u.refused_by} refuses "
+                   f"the rest.{why}")
+        message = u.message if u.message.endswith(".") else u.message + "."
+        report_violation(f"{u.workload}{asks} {verdict}: {message}{why} Expected it to fit the "
                          f"{capacity.source or 'planned'} capacity ({len(capacity.nodes)} node(s)).", urn_)
     if capacity.source == "stack" and cfg is not None and config.get("checkMemoryBudget", True):
         from gpufleet.capacity import memory_budget

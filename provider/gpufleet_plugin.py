@@ -88,7 +88,7 @@ class GpuStack(core.GpuStack):
         super().__init__(name, core.GpuStackArgs(cfg, secret=secret), opts)
         stack_ns = [stack_namespace(cfg)] if cfg.mode != "platform-managed" else []
         self.namespaces = pulumi.Output.from_input(
-            stack_ns + [n for n in cfg.namespaces() if n not in stack_ns])
+            stack_ns + [n for n in cfg.namespace_names() if n not in stack_ns])
         releases = {key: getattr(self, attr).release.name
                     for key, attr in (("gpuOperator", "operator"), ("devicePlugin", "device_plugin"),
                                       ("draDriver", "dra_driver")) if hasattr(self, attr)}

@@ -14,7 +14,9 @@ from gpufleet.render import gpu_stack as r
 from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
-from gpufleet.render.workloads import env_secret_name, namespace, notebook_token_secret_name, workload_objects
+from gpufleet.render.workloads import (
+    env_secret_name, gpu_quotas, namespace, notebook_token_secret_name, workload_objects,
+)
 
 #: values.yaml section per workload kind.
 VALUES_SECTION = {"inference": "inference", "notebook": "notebooks", "job": "jobs"}
@@ -96,9 +98,12 @@ def chart_objects(cfg: StackConfig) -> list[ChartObject]:
             if cfg.mode == "standalone":
                 for m in mig_manager_objects(ns, tolerations=with_pool_taints(MIG_MANAGER, cfg)):
                     objs.append(ChartObject(_file(m["kind"], m["metadata"]["name"]), m, ".Values.migManager.create"))
-    for ns in cfg.namespaces():
+    for ns in cfg.namespace_names():
         if ns not in seen_ns:
             objs.append(ChartObject(_file("Namespace", ns), namespace(ns), ".Values.namespaces.create"))
+    for quota in gpu_quotas(cfg):
+        objs.append(ChartObject(_file("ResourceQuota", quota["metadata"]["name"], quota["metadata"]["namespace"]),
+                                quota, ".Values.namespaces.create"))
     for claim in named_claims(cfg):
         objs.append(ChartObject(_file("ResourceClaim", claim["metadata"]["name"], claim["metadata"]["namespace"]),
                                 claim, ".Values.claims.create"))

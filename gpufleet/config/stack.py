@@ -11,7 +11,9 @@ from gpufleet.config.aks import GpuPool
 from gpufleet.config.cluster import ClusterConfig
 from gpufleet.config.device_plugin import DevicePluginConfig
 from gpufleet.config.dra import DraDriverConfig, NamedClaim
+from gpufleet.config.k8s_types import Namespace
 from gpufleet.config.mig import MigConfig, MigDeviceGroup
+from gpufleet.config.namespaces import NamespaceConfig
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.operator import OperatorConfig
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Workload
@@ -23,7 +25,7 @@ Mode = Literal["operator", "standalone", "platform-managed"]
 
 #: Top-level config keys (`gpufleet:<key>` in Pulumi.<stack>.yaml), in YAML spelling.
 SECTION_KEYS = ("version", "mode", "gpuAllocation", "cluster", "operator", "devicePlugin", "draDriver", "mig",
-                "nodePools", "claims", "workloads")
+                "nodePools", "claims", "namespaces", "workloads")
 
 
 class StackConfig(Model):
@@ -45,6 +47,9 @@ class StackConfig(Model):
     node_pools: list[NodePool] = Field(default_factory=list)
     claims: list[NamedClaim] = Field(default_factory=list)
     """Named ResourceClaims (gpuAllocation dra) that several workloads share with `gpu: {sharedClaim: <name>}`."""
+    namespaces: dict[Namespace, NamespaceConfig] = Field(default_factory=dict)
+    """Namespaces of the GPU services with what they carry: a GPU quota (a ResourceQuota the plan deploys and the
+    capacity checks count pods against, as the API server's admission does)."""
     workloads: list[Workload] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -111,8 +116,10 @@ class StackConfig(Model):
         """Every secret stack config key the workloads read (notebook tokens, secret env values)."""
         return sorted({k for w in self.workloads for k in w.secret_config_keys()})
 
-    def namespaces(self) -> list[str]:
-        return sorted(({w.namespace for w in self.workloads} | {c.namespace for c in self.claims}) - {"default"})
+    def namespace_names(self) -> list[str]:
+        """Every namespace the stack creates: its workloads', its claims' and the configured ones."""
+        return sorted(({w.namespace for w in self.workloads} | {c.namespace for c in self.claims}
+                       | set(self.namespaces)) - {"default"})
 
 
 __all__ = ["StackConfig", "SECTION_KEYS", "Workload", "InferenceService", "Notebook", "BatchJob"]

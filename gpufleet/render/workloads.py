@@ -22,6 +22,17 @@ def namespace(name: str) -> dict[str, Any]:
             "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "gpufleet"}}}
 
 
+GPU_QUOTA_NAME = "gpufleet-gpu-quota"
+
+
+def gpu_quotas(cfg: StackConfig) -> list[dict[str, Any]]:
+    """The ResourceQuota of each namespace with a `gpuQuota` (extended resources count only as requests.*)."""
+    return [{"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": GPU_QUOTA_NAME, "namespace": ns, "labels": {"app.kubernetes.io/part-of": "gpufleet"}},
+             "spec": {"hard": {f"requests.{r}": str(n) for r, n in sorted(spec.gpu_quota.items())}}}
+            for ns, spec in sorted(cfg.namespaces.items()) if spec.gpu_quota]
+
+
 def gpu_resource(cfg: StackConfig, w) -> str | None:
     """The extended resource the workload's container requests (None: no GPU, or platform-pinned)."""
     if w.gpu is None or w.gpu.visible_devices is not None or w.gpu.uses_dra():

@@ -8,7 +8,7 @@ from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.stack import capacity_from_stack, node_names, planned_dra_objects
 from gpufleet.config.stack import StackConfig
 from gpufleet.render.claims import named_claims
-from gpufleet.render.workloads import workload_objects
+from gpufleet.render.workloads import gpu_quotas, workload_objects
 from gpufleet.report.model import FleetReport, build_report
 from gpufleet.scheduling import check_workloads, workloads_of
 
@@ -31,7 +31,7 @@ def stack_report(name: str, cfg: StackConfig) -> FleetReport:
     """A stack's workloads (as the Kubernetes objects it deploys) on its node pools as planned."""
     # With DRA, what the driver will publish (DeviceClasses, planned ResourceSlices) and the stack's shared
     # claims go in too: the check allocates the claims on them, as the policy pack's capacity check does.
-    manifests = [*planned_dra_objects(cfg), *named_claims(cfg),
+    manifests = [*gpu_quotas(cfg), *planned_dra_objects(cfg), *named_claims(cfg),
                  *(obj for w in cfg.workloads for obj in workload_objects(cfg, w))]
     pool_of = {node: pool.name for pool in cfg.node_pools for node in node_names(pool)}
     return report_of(f"stack {name}", capacity_from_stack(cfg), [], manifests, pool_of)

@@ -257,7 +257,7 @@ def test_construct_registers_what_plan_registers(plugin, engine, stack):
 
     state = rpc.deserialize_properties(response.state, keep_unknowns=True)
     cfg = loaded.config
-    assert set(state["namespaces"]) >= set(cfg.namespaces())
+    assert set(state["namespaces"]) >= set(cfg.namespace_names())
     assert set(state["capacity"]) == {p.name for p in cfg.node_pools}
 
 
