@@ -200,6 +200,22 @@ def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: l
     from gpufleet.scheduling.engine import _nodes, _pods
 
     node_list, pod_list = _nodes(nodes), _pods(pods)
-    return [(shape, headroom(node_list, pod_list, manifests, shape.pod(),
-                             extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs))
-            for shape in standard_shapes(node_list)]
+    rows = []
+    for shape in standard_shapes(node_list):
+        if not shape.tolerates and not extended_resource_toleration and _all_tainted(node_list, shape):
+            # every node that could hold it repels it: the scheduler places none (its Filter, not a guess)
+            rows.append((shape, Headroom(f"probe {shape.label}", 0, (0, 0), stopped_by="every node with this "
+                                         "GPU has the nvidia.com/gpu taint the probe does not tolerate")))
+            continue
+        rows.append((shape, headroom(node_list, pod_list, manifests, shape.pod(),
+                                     extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs)))
+    return rows
+
+
+def _all_tainted(nodes: Sequence[Node], shape: Shape) -> bool:
+    """Every node offering the shape's resource (of its product) has a NoSchedule or NoExecute taint keyed
+    nvidia.com/gpu: TaintToleration filters them all out for a probe without the toleration."""
+    offering = [n for n in nodes if n.allocatable.get(shape.resource, 0) > 0
+                and (not shape.product or n.labels.get("nvidia.com/gpu.product") == shape.product)]
+    return bool(offering) and all(any(t.key == "nvidia.com/gpu" and t.effect in ("NoSchedule", "NoExecute")
+                                      for t in n.taints) for n in offering)

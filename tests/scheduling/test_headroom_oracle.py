@@ -45,3 +45,20 @@ def test_the_fixtures_cover_full_fleets_and_fleets_with_room():
     assert len(runs) >= 5
     assert any(max(r) == 0 for r in runs) or any(min(r) < 5 for r in runs)
     assert any(min(r) > 50 for r in runs)
+
+
+def test_the_shapes_table_gives_what_each_probe_gives_on_its_own(tmp_path):
+    """The table skips the scheduler where every node with a GPU repels an untolerating probe; the count is the
+    scheduler's own all the same."""
+    from gpufleet.scheduling.engine import _nodes, _pods
+    from gpufleet.scheduling.headroom import headroom_table
+
+    fleet = generate(5, 120, "mixed", 0.0)
+    files = write(fleet, tmp_path)
+    manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
+    nodes, pods = _nodes(fleet.nodes), _pods(fleet.pods)
+    rows = headroom_table(nodes, pods, manifests)
+    assert any(not shape.tolerates for shape, _ in rows) and any(shape.tolerates for shape, _ in rows)
+    for shape, answer in rows:
+        direct = headroom(nodes, pods, manifests, shape.pod(), tie_runs=1)
+        assert answer.instances == direct.instances, shape.label
