@@ -37,6 +37,14 @@ class CapacityUnavailable(Exception):
     """The configured capacity source cannot be used (reported as the violation's reason)."""
 
 
+def extended_resource_toleration(config: dict, cfg) -> bool:
+    """The policy config's `extendedResourceToleration`, else the stack's cluster setting."""
+    ert = config.get("extendedResourceToleration")
+    if ert is None:
+        return bool(cfg and cfg.cluster.extended_resource_toleration)
+    return bool(ert)
+
+
 def _path(value: str, ref: StackRef | None) -> Path:
     path = Path(value).expanduser()
     if path.is_absolute():

@@ -5,25 +5,31 @@ from __future__ import annotations
 
 from pulumi_policy import StackValidationArgs
 
-from policies._capacity import CapacityUnavailable, check_fit, load_capacity
+from policies._capacity import CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity
 from policies._common import POD_SPEC_PATHS, config_of, each_known, load_stack_config, stack_ref
 from policies.gpu_capacity_fit import manifest_of
 
 KIND = {"inference": "Deployment", "notebook": "Deployment", "job": "Job"}
 
 
-def report_model_verdicts(args: StackValidationArgs, report_violation, refusals: bool) -> None:
-    """Report refusals (`refusals`) or concurrency shortfalls (otherwise), each against its resource."""
-    config = config_of(args)
-    manifests: list[tuple[str, dict, str]] = []
+def deployed_pods(args: StackValidationArgs) -> list[tuple[str, dict, str]]:
+    """(Kind/namespace/name, manifest, urn) of every resource of the plan that runs pods."""
+    found: list[tuple[str, dict, str]] = []
 
     def collect(r) -> None:
         if r.resource_type in POD_SPEC_PATHS:
             m = manifest_of(r.resource_type, r.props)
             meta = m.get("metadata") or {}
-            manifests.append((f"{m['kind']}/{meta.get('namespace') or 'default'}/{meta.get('name') or r.name}", m, r.urn))
+            found.append((f"{m['kind']}/{meta.get('namespace') or 'default'}/{meta.get('name') or r.name}", m, r.urn))
 
     each_known(args.resources, collect)
+    return found
+
+
+def report_model_verdicts(args: StackValidationArgs, report_violation, refusals: bool) -> None:
+    """Report refusals (`refusals`) or concurrency shortfalls (otherwise), each against its resource."""
+    config = config_of(args)
+    manifests = deployed_pods(args)
     if not manifests:
         return
     urns = {key: urn for key, _, urn in manifests}
@@ -43,10 +49,8 @@ def report_model_verdicts(args: StackValidationArgs, report_violation, refusals:
             if (problem.error if refusals else problem.advisory) and key in urns:
                 report_violation(problem.message, urns[key])
         return
-    ert = config.get("extendedResourceToleration")
-    if ert is None:
-        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
-    result = check_fit(capacity, [m for _, m, _ in manifests], bool(ert))
+    ert = extended_resource_toleration(config, cfg)
+    result = check_fit(capacity, [m for _, m, _ in manifests], ert)
     if refusals:
         for u in result.unschedulable:
             if u.reason == "memory":

@@ -14,7 +14,8 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, load_capacity, manifests_to_check,
+    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity,
+    manifests_to_check,
 )
 from policies._common import (
     NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config,
@@ -88,11 +89,9 @@ def validate(args: StackValidationArgs, report_violation) -> None:
             report_violation(f"Cannot check {len(gpu_workloads)} GPU workload(s) against capacity: {e}; expected a "
                              "usable capacity source.")
         return
-    ert = config.get("extendedResourceToleration")
-    if ert is None:
-        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
+    ert = extended_resource_toleration(config, cfg)
     by_key = {key: (urn_, req) for key, _, urn_, req in workloads}
-    result = check_fit(capacity, manifests_to_check(capacity, cfg, claims, [m for _, m, _, _ in workloads]), bool(ert))
+    result = check_fit(capacity, manifests_to_check(capacity, cfg, claims, [m for _, m, _, _ in workloads]), ert)
     for u in result.unschedulable:
         if u.reason == "memory":  # a model that does not fit: model-fits-gpu reports it
             continue

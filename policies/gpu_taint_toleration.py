@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
+from policies._capacity import extended_resource_toleration
 from policies._common import STACK_CONFIG_PROPERTIES, config_of, containers, describe, dig, pod_spec, stack_config_for
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -64,8 +65,7 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
     if cfg is None or not any(p.taints for p in cfg.node_pools):
         return
     config = config_of(args)
-    ert = config.get("extendedResourceToleration")
-    ert = cfg.cluster.extended_resource_toleration if ert is None else bool(ert)
+    ert = extended_resource_toleration(config, cfg)
     requested = {n for c in containers(spec) for n in (dig(c, "resources", "limits") or {})}
     tolerations = list(spec.get("tolerations") or [])
     for pool in aimed_pools(cfg, spec):

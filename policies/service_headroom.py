@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from policies._capacity import CAPACITY_PROPERTIES, CapacityUnavailable, load_capacity
-from policies._common import POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config, stack_ref
-from policies.gpu_capacity_fit import manifest_of
+from policies._capacity import (
+    CAPACITY_PROPERTIES, CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity,
+)
+from policies._common import STACK_CONFIG_PROPERTIES, config_of, load_stack_config, stack_ref
+from policies._model import deployed_pods
 
 #: Seeded runs per service: a plan-time estimate (`gpufleet headroom` takes the median of more).
 RUNS = 3
@@ -30,14 +32,8 @@ def _gpus(manifest: dict) -> bool:
 
 def validate(args: StackValidationArgs, report_violation) -> None:
     config = config_of(args)
-    manifests: list[tuple[dict, str]] = []
-
-    def collect(r) -> None:
-        if r.resource_type in POD_SPEC_PATHS:
-            manifests.append((manifest_of(r.resource_type, r.props), r.urn))
-
-    each_known(args.resources, collect)
-    services = [(m, urn) for m, urn in manifests if m.get("kind") == "Deployment" and _gpus(m)]
+    manifests = deployed_pods(args)
+    services = [(key, m, urn) for key, m, urn in manifests if m.get("kind") == "Deployment" and _gpus(m)]
     if not services:
         return
     ref = stack_ref(config, args.resources[0].urn if args.resources else None)
@@ -47,21 +43,16 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     except CapacityUnavailable:
         return  # gpu-capacity-fit reports an unusable capacity source
     from gpufleet.scheduling.headroom import headroom
-    from policies._capacity import check_fit
 
-    ert = config.get("extendedResourceToleration")
-    if ert is None:
-        ert = bool(cfg and cfg.cluster.extended_resource_toleration)
-    everything = [m for m, _ in manifests]
-    result = check_fit(capacity, everything, bool(ert))
+    ert = extended_resource_toleration(config, cfg)
+    everything = [m for _, m, _ in manifests]
+    result = check_fit(capacity, everything, ert)
     short = {u.workload for u in result.unschedulable} | {w.workload for w in result.warnings}
-    for manifest, urn in services:
-        meta = manifest.get("metadata") or {}
-        key = f"Deployment/{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    for key, manifest, urn in services:
         if key in short:
             continue  # not placed in full: gpu-capacity-fit's
         answer = headroom(capacity.nodes, capacity.pods, everything, manifest,
-                          extended_resource_toleration=bool(ert), tie_runs=RUNS)
+                          extended_resource_toleration=ert, tie_runs=RUNS)
         if answer.instances_range[1] > 0:
             continue
         stop = answer.stopped_by.rstrip(".")

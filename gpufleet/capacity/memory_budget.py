@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.model_fit import profile_memory_mib
 
 if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
     from gpufleet.config.node_pools import NodePool
@@ -52,12 +53,6 @@ class MemoryProblem:
 def mps_slice_mib(memory_mib: int, replicas: int) -> int:
     """set_default_device_pinned_mem_limit: total / replicas, in whole MiB."""
     return memory_mib // replicas
-
-
-def profile_memory_mib(product: "GpuProduct | None", profile: str) -> int | None:
-    from gpufleet.capacity.model_fit import profile_memory_mib as from_table
-
-    return from_table(product, profile)
 
 
 def _pods(w) -> int:

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     from gpufleet.scheduling.result import CheckResult
 
 
+#: Options check, report and headroom share (with discover's live-cluster options).
+NodesOption = Annotated[Optional[Path], typer.Option(
+    "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")]
+PodsOption = Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")]
+ErtOption = Annotated[bool, typer.Option(
+    "--extended-resource-toleration", help="The API server runs the ExtendedResourceToleration admission plugin.")]
+
+
 def _verdict(result: "CheckResult") -> str:
     if result.fits:
         return "every workload can run"
@@ -198,13 +206,10 @@ def capacity_source(nodes: Path | None, pods: Path | None, kubeconfig: Path | No
 
 def command(
     manifests: Annotated[list[Path], typer.Argument(metavar="MANIFEST", help="YAML files or directories (multi-document).")],
-    nodes: Annotated[Optional[Path], typer.Option(
-        "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")] = None,
-    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    nodes: NodesOption = None,
+    pods: PodsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (the contract in docs/capacity.md).")] = False,
-    extended_resource_toleration: Annotated[bool, typer.Option(
-        "--extended-resource-toleration",
-        help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    extended_resource_toleration: ErtOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,

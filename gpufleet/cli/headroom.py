@@ -11,6 +11,7 @@ import typer
 
 from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
                                    RequestTimeoutOption)
+from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
 from gpufleet.errors import GpufleetError, InputError
 
 
@@ -36,14 +37,11 @@ def command(
                                          "toleration).")] = False,
     manifests: Annotated[Optional[list[Path]], typer.Argument(
         metavar="[MANIFEST]...", help="Workloads placed first, exactly as `gpufleet check` places them.")] = None,
-    nodes: Annotated[Optional[Path], typer.Option(
-        "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")] = None,
-    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    nodes: NodesOption = None,
+    pods: PodsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: instances, instancesRange, "
                                           "byNode, byProduct, byZone, stoppedBy.")] = False,
-    extended_resource_toleration: Annotated[bool, typer.Option(
-        "--extended-resource-toleration",
-        help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    extended_resource_toleration: ErtOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
 from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
                                    RequestTimeoutOption)
 from gpufleet.errors import GpufleetError, InputError
@@ -62,15 +63,12 @@ def command(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
     stack: Annotated[Optional[str], typer.Option("--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml.")] = None,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="Directory holding Pulumi.yaml.")] = Path("."),
-    nodes: Annotated[Optional[Path], typer.Option(
-        "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json.")] = None,
-    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    nodes: NodesOption = None,
+    pods: PodsOption = None,
     summary: Annotated[Optional[Path], typer.Option(
         "--summary", help="Also write a Markdown summary (per pool: GPUs and MIG slices used/free; pending).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace --out / --summary even when gpufleet did not write them.")] = False,
-    extended_resource_toleration: Annotated[bool, typer.Option(
-        "--extended-resource-toleration",
-        help="The API server runs the ExtendedResourceToleration admission plugin.")] = False,
+    extended_resource_toleration: ErtOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,

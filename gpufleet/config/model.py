@@ -22,7 +22,6 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
-from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia.model_memory.hf_config import HfConfigError, hf_config_facts
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from gpufleet.nvidia.model_memory import vllm
 from gpufleet.nvidia.model_memory.served import ServedModel
-from gpufleet.nvidia.model_memory.vllm import GIB, MIB, Startup, gib
+from gpufleet.nvidia.model_memory.vllm import MIB, Startup, gib
 
 #: A suggested maxModelLen stays this far below the largest our estimate accepts.
 SAFETY = 0.05
@@ -201,6 +201,3 @@ def _length_for_seqs(served: ServedModel, device: Device, seqs: int) -> int | No
             hi = mid - 1
     return safe_length(lo) if lo >= vllm.BLOCK_SIZE else None
 
-
-def fmt_gib(n_bytes: int) -> str:
-    return f"{n_bytes / GIB:.2f}"

@@ -26,7 +26,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpufleet.nvidia.model_memory.attention import KvLayout
 
@@ -34,8 +34,6 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 ENGINE = "vllm"
-#: The arithmetic follows vLLM's V1 engine from this release on.
-MIN_VERSION = (0, 8)
 #: `--gpu-memory-utilization` default (vllm/config/cache.py `Field(default=0.9, gt=0, le=1)`); 0.92 from v0.21,
 #: where CUDA graph memory counts in the budget (vllm-project/vllm#38284).
 DEFAULT_UTILIZATION = 0.9
@@ -130,7 +128,6 @@ class Startup:
     largest_max_model_len: int | None
     """The largest max_model_len the KV cache holds (None: not even one token)."""
     refusal: Refusal | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def starts(self) -> bool:

@@ -345,10 +345,10 @@ def _by_name(selector: dict, index: dict[str, int]) -> np.ndarray | None:
     if len(terms) != 1 or terms[0].get("matchExpressions") or not terms[0].get("matchFields"):
         return None
     names: set[str] | None = None
-    for field in terms[0]["matchFields"]:
-        if field.get("key") != "metadata.name" or field.get("operator") != "In":
+    for requirement in terms[0]["matchFields"]:
+        if requirement.get("key") != "metadata.name" or requirement.get("operator") != "In":
             return None
-        values = {str(v) for v in field.get("values") or ()}
+        values = {str(v) for v in requirement.get("values") or ()}
         names = values if names is None else names & values
     out = np.full(len(index), 2, dtype=np.int8)
     out[[index[name] for name in names or () if name in index]] = 1
