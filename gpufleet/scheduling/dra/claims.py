@@ -17,7 +17,7 @@ from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, OutOfBudget, missing_class
 from gpufleet.capacity.dra import Device, DraObjects
-from gpufleet.scheduling.dra.counting import Table, countable, counted
+from gpufleet.scheduling.dra.counting import Table, countable, counted, refuted
 from gpufleet.scheduling.dra.likeness import Looks, relevance
 from gpufleet.scheduling.dra.likeness import Shared as LookIds
 from gpufleet.scheduling.dra.pools import Pool, node_pools
@@ -82,7 +82,7 @@ class DraState:
         self._activations: dict[tuple, dict] = {}
         self._outcomes: dict[tuple, bool | str] = {}
         self._candidates: dict[tuple, tuple] = {}
-        self._table: Table | None = None
+        self._table: list[Table] = []  # built once, shared by the runs' copies
         self._free: np.ndarray | None = None
         self.nodes: list[Node] = []
         self.index: dict[str, int] = {}
@@ -146,13 +146,13 @@ class DraState:
             if at:
                 self.version[at] += 1
             if self._free is not None:
-                self._free[self._table.entries.get(key, [])] = key not in self.in_use
+                self._free[self._table[0].entries.get(key, [])] = key not in self.in_use
 
     def table(self) -> Table:
         """Every (node, device) entry, for counting (gpufleet.scheduling.dra.counting)."""
-        if self._table is None:
-            self._table = Table(self)
-        return self._table
+        if not self._table:
+            self._table.append(Table(self))
+        return self._table[0]
 
     def free(self) -> np.ndarray:
         """Per table entry: whether its device is free (this run's)."""
@@ -280,11 +280,16 @@ class NodeOutcomes:
         elif self.alts is not None:
             codes = counted(state, state.table(), state.free(), self.alts, [c for c, _ in needs.allocate], positions)
             codes[codes == 1] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
+        else:
+            codes = np.full(len(positions), self._UNKNOWN, dtype=np.int8)
+        unsure = codes == self._UNKNOWN
+        if unsure.any():
+            claims = [c for c, _ in needs.allocate]
+            fails = refuted(state, state.table(), state.free(), claims, positions[unsure])
+            codes[np.flatnonzero(unsure)[fails]] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
             unsure = codes == self._UNKNOWN
             if unsure.any():
                 codes[unsure] = self._allocated(positions[unsure])
-        else:
-            codes = self._allocated(positions)
         if any(selector for _, selector in needs.allocated):
             codes[~self._on_node(positions)] = 1 + self.REASONS.index(NOT_ON_NODE)
         return codes
