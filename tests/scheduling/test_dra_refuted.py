@@ -13,7 +13,7 @@ from gpufleet.capacity.dra import dra_objects
 from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.scheduling.dra.allocator import Claim, FilterError
 from gpufleet.scheduling.dra.claims import CANNOT_ALLOCATE, DraState
-from gpufleet.scheduling.dra.counting import refuted
+from gpufleet.scheduling.dra.refuting import refuted
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"

@@ -185,16 +185,40 @@ def _qualified(name: str, driver: str) -> tuple[str, str]:
     return (domain or driver), ident
 
 
+@lru_cache(maxsize=65536)
+def _names(name: str, driver: str) -> tuple[celtypes.StringType, celtypes.StringType]:
+    domain, ident = _qualified(name, driver)
+    return celtypes.StringType(domain), celtypes.StringType(ident)
+
+
+@lru_cache(maxsize=65536)
+def _converted(items: tuple, name: str) -> Any:
+    return _value(dict(items), name)
+
+
+@lru_cache(maxsize=65536)
+def _capacity(text: str) -> Quantity:
+    return Quantity(text)
+
+
+def _attribute_value(v: dict, name: str) -> Any:
+    """`_value`, converted once per distinct value (the converted values are immutable)."""
+    try:
+        return _converted(tuple(v.items()), name)
+    except TypeError:  # an unhashable value: converted as it is
+        return _value(v, name)
+
+
 def device_activation(driver: str, attributes: dict, capacity: dict) -> dict:
     """The `device` variable for one device of a ResourceSlice (attributes/capacity as the API has them)."""
     attrs: dict = {}
     for name, v in attributes.items():
-        domain, ident = _qualified(name, driver)
-        attrs.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = _value(v, name)
+        domain, ident = _names(name, driver)
+        attrs.setdefault(domain, {})[ident] = _attribute_value(v, name)
     caps: dict = {}
     for name, v in capacity.items():
-        domain, ident = _qualified(name, driver)
-        caps.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = Quantity(str(v["value"]))
+        domain, ident = _names(name, driver)
+        caps.setdefault(domain, {})[ident] = _capacity(str(v["value"]))
     return {"device": celtypes.MapType({
         celtypes.StringType("driver"): celtypes.StringType(driver),
         celtypes.StringType("attributes"): _Domains({k: celtypes.MapType(m) for k, m in attrs.items()}),

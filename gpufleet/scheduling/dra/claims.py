@@ -17,7 +17,8 @@ from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, OutOfBudget, missing_class
 from gpufleet.capacity.dra import Device, DraObjects
-from gpufleet.scheduling.dra.counting import Table, countable, counted, refuted
+from gpufleet.scheduling.dra.counting import Table, countable, counted
+from gpufleet.scheduling.dra.refuting import refuted
 from gpufleet.scheduling.dra.likeness import Looks, relevance
 from gpufleet.scheduling.dra.likeness import Shared as LookIds
 from gpufleet.scheduling.dra.pools import Pool, node_pools
@@ -29,6 +30,8 @@ TIMED_OUT = "timed out trying to allocate devices"
 RESERVED_FOR_MAX = 256
 #: Sets of claim specs whose allocator answers (per look of a node) are kept.
 KEPT_VERDICTS = 256
+#: Sets of claim specs whose filter codes per node are kept, in a run.
+KEPT_CODES = 64
 _NAME_MAX = 57
 
 
@@ -90,6 +93,7 @@ class DraState:
         """Per node position (`attach`): bumped whenever a device the node can reach is taken or freed."""
         self._reach: dict[tuple[str, str, str], list[int]] = {}
         self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
+        self._kept: dict[tuple, Kept] = {}  # claim specs -> the filter's code per node (this run's)
         self._look_ids: dict[tuple, LookIds] = {}  # relevance -> looks' ids (shared by the runs)
         self._device_keys: dict[int, list] = {}
         self._fields: dict[tuple, dict] = {}  # device -> CEL path -> what an expression sees there
@@ -106,7 +110,7 @@ class DraState:
         twin._free = None if self._free is None else self._free.copy()
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         twin.nodes, twin.version, twin._reach, twin.index = self.nodes, self.version.copy(), self._reach, self.index
-        twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
+        twin._verdicts, twin._look_ids, twin._looks, twin._kept = self._verdicts, self._look_ids, {}, {}
         twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
         return twin
@@ -169,7 +173,13 @@ class DraState:
         self._verdicts[key] = verdicts  # most recently used last
         if len(self._verdicts) > KEPT_VERDICTS:
             del self._verdicts[next(iter(self._verdicts))]
-        return NodeOutcomes(self, needs, verdicts)
+        kept = self._kept.pop(key, None)
+        if kept is None:
+            kept = Kept(np.zeros(len(self.nodes), dtype=np.int8), np.full(len(self.nodes), -1, dtype=np.int64))
+        self._kept[key] = kept
+        if len(self._kept) > KEPT_CODES:
+            del self._kept[next(iter(self._kept))]
+        return NodeOutcomes(self, needs, verdicts, kept)
 
     def looks(self, what: tuple) -> Looks:
         found = self._looks.get(what)
@@ -268,12 +278,26 @@ class NodeOutcomes:
     REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
     _UNKNOWN = -2
 
-    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts"):
-        self.state, self.needs, self.verdicts = state, needs, verdicts
+    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts", kept: "Kept"):
+        self.state, self.needs, self.verdicts, self.kept = state, needs, verdicts, kept
         self.looks = state.looks(verdicts.what) if needs.allocate else None
         self.alts = countable(needs)
 
     def codes(self, positions: np.ndarray) -> np.ndarray:
+        """Per node, the filter's code: kept from an earlier pod with the same claim specs where the node's
+        devices did not change since (the answer depends on nothing else), else worked out now."""
+        state, kept = self.state, self.kept
+        stale = positions[kept.at[positions] != state.version[positions]]
+        if len(stale):
+            kept.code[stale] = self._allocation(stale)
+            kept.at[stale] = state.version[stale]
+        codes = kept.code[positions]
+        if any(selector for _, selector in self.needs.allocated):
+            codes[~self._on_node(positions)] = 1 + self.REASONS.index(NOT_ON_NODE)
+        return codes
+
+    def _allocation(self, positions: np.ndarray) -> np.ndarray:
+        """The filter's code per node for the claims to allocate."""
         state, needs = self.state, self.needs
         if not needs.allocate:
             codes = np.zeros(len(positions), dtype=np.int8)
@@ -290,8 +314,6 @@ class NodeOutcomes:
             unsure = codes == self._UNKNOWN
             if unsure.any():
                 codes[unsure] = self._allocated(positions[unsure])
-        if any(selector for _, selector in needs.allocated):
-            codes[~self._on_node(positions)] = 1 + self.REASONS.index(NOT_ON_NODE)
         return codes
 
     def _allocated(self, positions: np.ndarray) -> np.ndarray:
@@ -333,9 +355,11 @@ class NodeOutcomes:
             return []
         if self.alts is not None:  # counted: the allocator picks them now, on this node alone
             return self.state.allocate(self.state.nodes[pos], self.needs)
+        look = int(self.looks.of(np.array([pos]))[0])
+        if look not in self.verdicts.picked:
+            return self.state.allocate(self.state.nodes[pos], self.needs)
         devices = [d for p in self.state.pools(self.state.nodes[pos]) for d in p.devices]
-        return [[(request, devices[i]) for request, i in picked]
-                for picked in self.verdicts.picked[int(self.looks.id[pos])]]
+        return [[(request, devices[i]) for request, i in picked] for picked in self.verdicts.picked[look]]
 
     def fail(self, pos: int) -> None:
         """Raise the filter's error on this node, in this pod's names."""
@@ -358,6 +382,14 @@ def _by_name(selector: dict, index: dict[str, int]) -> np.ndarray | None:
     out = np.full(len(index), 2, dtype=np.int8)
     out[[index[name] for name in names or () if name in index]] = 1
     return out
+
+
+@dataclass
+class Kept:
+    """One set of claim specs' filter codes per node position, and each node's device version they hold for."""
+
+    code: np.ndarray
+    at: np.ndarray
 
 
 class Verdicts:

@@ -81,6 +81,7 @@ class Table:
         self._values: dict[tuple, np.ndarray] = {}
         self._kinds: dict = {}
         self._columns: dict = {}
+        self._written: list[dict] | None = None
 
     def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the entries of these nodes, per entry the index of its node in `positions`)."""
@@ -109,20 +110,40 @@ class Table:
         if found is None:
             ids: dict = {}
             out = np.zeros(len(self.keys), dtype=np.int64)
+            fields = self._fields() if isinstance(path, tuple) and path else None
             for i, (device, dkey) in enumerate(zip(self.devices, self.keys)):
                 if path is None:
                     seen = dkey
                 elif path == ():
                     seen = device.driver
+                elif fields is not None:  # the field as written: equal text, equal value (a device that
+                    seen = fields[i].get(path)  # does not convert is told apart by the "bad" column)
                 else:
                     try:
-                        activation = ask._device_var(device)
-                        seen = None if path == "bad" else ask._seen(device, activation, (path,))[1:]
+                        ask._device_var(device)
+                        seen = None
                     except CelError:
                         seen = dkey
                 out[i] = -1 if seen is None else ids.setdefault(seen, len(ids))
             found = self._columns[path] = out
         return found
+
+    def _fields(self) -> list[dict]:
+        """Per entry, its device's fields by CEL path (where, domain, id) as written in the slice; a field
+        written twice (qualified and not) is the later one, as the `device` variable has it."""
+        if self._written is None:
+            by_device: dict[tuple, dict] = {}
+            self._written = []
+            for device, dkey in zip(self.devices, self.keys):
+                found = by_device.get(dkey)
+                if found is None:
+                    found = by_device[dkey] = {}
+                    for where, written in (("attributes", device.attributes), ("capacity", device.capacity)):
+                        for name, v in written.items():
+                            domain, _, ident = name.rpartition("/")
+                            found[(where, domain or device.driver, ident)] = _hashable(v)
+                self._written.append(found)
+        return self._written
 
     def values(self, names: tuple[str, ...]) -> np.ndarray:
         """Per entry, an id of its values of the attributes (equal values, equal ids); -1 when one is missing
@@ -159,6 +180,14 @@ class Table:
             out = answers[kinds] if len(kinds) else np.zeros(0, dtype=np.int8)
             found = self._selected[key] = out
         return found
+
+
+def _hashable(value):
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return ("list", *(_hashable(v) for v in value))
+    return value
 
 
 def _union(found: list) -> tuple | None:
@@ -264,56 +293,3 @@ def _one_slot(state, table: Table, free: np.ndarray, alts: list[tuple[Alternativ
     out[unsure] = -2
     return out
 
-
-def refuted(state, table: Table, free: np.ndarray, claims: list, positions: np.ndarray) -> np.ndarray:
-    """Per node: True where the allocator's search surely fails ("cannot allocate all claims"), for any
-    claims. The search fills the slots (every request of every claim) in order and backtracks; a slot none
-    of whose alternatives can be filled on the node even ignoring what earlier slots took (fewer free
-    devices its selectors pass than it counts; for All, no matching device, one in use, or more than the
-    claim limit) fails every time it is reached, and the slots after it are never reached. Before it, the
-    search visits at most, per slot, 2^usable subsets of each alternative (each a pass over the node's
-    devices), which bounds its steps; a node where that bound passes the budget, or where the search could
-    raise the filter's error first (an invalid pool, a selector failing on a device it may visit, an "All"
-    request's checks, a constraint an "All" alternative may break), is not refuted."""
-    k = len(positions)
-    out = np.zeros(k, dtype=bool)
-    if any(claim_limit_error(c) for c in claims):
-        return out
-    entries, local = table.at(positions)
-    free = free[entries]
-    size = table.size[positions].astype(np.float64)
-    unsure = table.invalid[positions].copy()
-    open_ = np.ones(k, dtype=bool)  # no infeasible slot yet: the search may reach the next slot
-    reach = np.ones(k, dtype=np.float64)  # visits of the next slot, bounded
-    steps = np.zeros(k, dtype=np.float64)
-    for claim in claims:
-        constraints = (claim.spec.get("devices") or {}).get("constraints") or ()
-        for request in requests_of(claim):
-            alts = alternatives(request)
-            feasible = np.zeros(k, dtype=bool)
-            branches = np.zeros(k, dtype=np.float64)
-            for alt in alts:
-                sel = table.selected(state, alt, claim)[entries]
-                if alt.all:
-                    unsure |= table.incomplete[positions] | (np.bincount(local[sel == ERROR], minlength=k) > 0)
-                    matching = np.bincount(local[sel == PASS], minlength=k)
-                    busy = 0 if alt.admin else np.bincount(local[(sel == PASS) & ~free], minlength=k)
-                    takes = (matching >= 1) & (busy == 0) & (matching <= CLAIM_LIMIT)
-                    parent = alt.request.split("/", 1)[0]
-                    if any(c.get("matchAttribute") and (not c.get("requests") or parent in c["requests"]
-                                                        or alt.request in c["requests"]) for c in constraints):
-                        unsure |= open_ & takes  # taking them may break a constraint: the filter's error
-                    feasible |= takes
-                    branches += 1
-                    continue
-                visible = np.ones(len(entries), dtype=bool) if alt.admin else free
-                unsure |= open_ & (np.bincount(local[visible & (sel == ERROR)], minlength=k) > 0)
-                have = np.bincount(local[visible & (sel == PASS)], minlength=k)
-                feasible |= have >= alt.count
-                branches += np.exp2(np.minimum(have, 60))
-            reach = np.minimum(reach * branches, 1e30)
-            steps += np.where(open_, reach * size, 0.0)
-            out |= open_ & ~feasible
-            open_ &= feasible
-    unsure |= steps > allocator.SEARCH_BUDGET
-    return out & ~unsure
