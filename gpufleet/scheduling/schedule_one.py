@@ -146,7 +146,7 @@ def _window_with(candidates: np.ndarray, start: int, k: int, n: int, extra: Extr
     found: list[np.ndarray] = []
     passed, at = 0, 0
     while at < len(ordered):
-        chunk = ordered[at:at + max(_CHUNK, 2 * (k + 1 - passed))]
+        chunk = ordered[at:at + max(_CHUNK, 8 * (k + 1 - passed))]
         at += len(chunk)
         codes = extra.codes(chunk)
         ok = codes == 0

@@ -1,20 +1,23 @@
 """Work done once per class of things that are the same gives what doing it every time gives.
 
-- DRA: the filter's answer per node kept per look of the node's devices, and counted where counting is
-  exact (gpufleet.scheduling.dra.likeness, .counting), against asking `DraState.filter` on every node for
-  every pod, on the generated DRA clusters the real scheduler's answers were recorded for;
+- DRA: the filter's answer kept per look of a node's devices, counted where counting is exact and refuted
+  where no allocation exists (gpufleet.scheduling.dra.likeness, .counting, .refuting), against asking
+  `DraState.filter` on every node for every pod, on the generated DRA clusters the real scheduler's answers
+  were recorded for and on random small ones;
 - CEL: a selector's result shared by devices equal in the fields it reads, against evaluating it on each.
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from gpufleet.scheduling import check_workloads
 from gpufleet.scheduling.dra import claims
 from gpufleet.scheduling.dra.allocator import FilterError
 from gpufleet.scheduling.dra.cel import compile_selector, device_activation, evaluate, projection, reads
 from tests.scheduling.dra_scenarios import scenario
+from tests.scheduling.test_dra_properties import clusters
 
 
 class _EveryNode:
@@ -108,3 +111,14 @@ def test_a_selector_that_reads_a_map_as_a_whole_shares_nothing():
     assert reads('device.attributes["gpu.nvidia.com"][name]') is None
     assert reads('device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("1Gi"))') == (
         ("capacity", "gpu.nvidia.com", "memory"),)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters())
+def test_random_dra_clusters_get_the_same_answers_shared_as_asked_on_every_node(cluster):
+    nodes, manifests, _ = cluster
+    shared = _everything(check_workloads(nodes, [], manifests))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(claims.DraState, "tried", lambda state, needs: _EveryNode(state, needs))
+        plain = _everything(check_workloads(nodes, [], manifests))
+    assert shared == plain

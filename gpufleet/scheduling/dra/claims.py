@@ -30,8 +30,6 @@ TIMED_OUT = "timed out trying to allocate devices"
 RESERVED_FOR_MAX = 256
 #: Sets of claim specs whose allocator answers (per look of a node) are kept.
 KEPT_VERDICTS = 256
-#: Sets of claim specs whose filter codes per node are kept, in a run.
-KEPT_CODES = 64
 _NAME_MAX = 57
 
 
@@ -93,7 +91,6 @@ class DraState:
         """Per node position (`attach`): bumped whenever a device the node can reach is taken or freed."""
         self._reach: dict[tuple[str, str, str], list[int]] = {}
         self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
-        self._kept: dict[tuple, Kept] = {}  # claim specs -> the filter's code per node (this run's)
         self._look_ids: dict[tuple, LookIds] = {}  # relevance -> looks' ids (shared by the runs)
         self._device_keys: dict[int, list] = {}
         self._fields: dict[tuple, dict] = {}  # device -> CEL path -> what an expression sees there
@@ -110,7 +107,7 @@ class DraState:
         twin._free = None if self._free is None else self._free.copy()
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         twin.nodes, twin.version, twin._reach, twin.index = self.nodes, self.version.copy(), self._reach, self.index
-        twin._verdicts, twin._look_ids, twin._looks, twin._kept = self._verdicts, self._look_ids, {}, {}
+        twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
         twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
         return twin
@@ -173,13 +170,7 @@ class DraState:
         self._verdicts[key] = verdicts  # most recently used last
         if len(self._verdicts) > KEPT_VERDICTS:
             del self._verdicts[next(iter(self._verdicts))]
-        kept = self._kept.pop(key, None)
-        if kept is None:
-            kept = Kept(np.zeros(len(self.nodes), dtype=np.int8), np.full(len(self.nodes), -1, dtype=np.int64))
-        self._kept[key] = kept
-        if len(self._kept) > KEPT_CODES:
-            del self._kept[next(iter(self._kept))]
-        return NodeOutcomes(self, needs, verdicts, kept)
+        return NodeOutcomes(self, needs, verdicts)
 
     def looks(self, what: tuple) -> Looks:
         found = self._looks.get(what)
@@ -269,39 +260,41 @@ class DraState:
 
 
 class NodeOutcomes:
-    """One set of needs against every node: what `DraState.filter` says, per node. The allocator runs once
-    per look of a node's devices (gpufleet.scheduling.dra.likeness), so a claim's allocation on a node is
-    tried again only when that node's free devices changed, and nodes that look alike share one try.
-    Codes: 0 passes, -1 the filter's error (asked again on the node, to raise it in its own words), else a
-    reason (`reason`)."""
+    """One set of needs against every node: what `DraState.filter` says, per node. The answer is worked out
+    once per look of a node's devices (gpufleet.scheduling.dra.likeness) and kept with the claim specs for
+    every run: a node is asked again only when its free devices changed, and nodes that look alike share
+    one answer. It is worked out by counting where counting is exact (.counting), by refuting where no
+    allocation can exist (.refuting), else by the allocator. Codes: 0 passes, -1 the filter's error (asked
+    again on the node, to raise it in its own words), else a reason (`reason`)."""
 
     REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
     _UNKNOWN = -2
 
-    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts", kept: "Kept"):
-        self.state, self.needs, self.verdicts, self.kept = state, needs, verdicts, kept
+    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts"):
+        self.state, self.needs, self.verdicts = state, needs, verdicts
         self.looks = state.looks(verdicts.what) if needs.allocate else None
         self.alts = countable(needs)
 
     def codes(self, positions: np.ndarray) -> np.ndarray:
-        """Per node, the filter's code: kept from an earlier pod with the same claim specs where the node's
-        devices did not change since (the answer depends on nothing else), else worked out now."""
-        state, kept = self.state, self.kept
-        stale = positions[kept.at[positions] != state.version[positions]]
-        if len(stale):
-            kept.code[stale] = self._allocation(stale)
-            kept.at[stale] = state.version[stale]
-        codes = kept.code[positions]
+        if not self.needs.allocate:
+            codes = np.zeros(len(positions), dtype=np.int8)
+        else:
+            ids = self.looks.of(positions)
+            verdicts = self.verdicts.sized(int(ids.max()) + 1 if len(ids) else 0)
+            codes = verdicts.code[ids]
+            unknown = codes == self._UNKNOWN
+            if unknown.any():
+                looks, first = np.unique(ids[unknown], return_index=True)
+                verdicts.code[looks] = self._allocation(positions[unknown][first], looks)
+                codes = verdicts.code[ids]
         if any(selector for _, selector in self.needs.allocated):
             codes[~self._on_node(positions)] = 1 + self.REASONS.index(NOT_ON_NODE)
         return codes
 
-    def _allocation(self, positions: np.ndarray) -> np.ndarray:
-        """The filter's code per node for the claims to allocate."""
+    def _allocation(self, positions: np.ndarray, looks: np.ndarray) -> np.ndarray:
+        """The filter's code on nodes of these (distinct) looks, for the claims to allocate."""
         state, needs = self.state, self.needs
-        if not needs.allocate:
-            codes = np.zeros(len(positions), dtype=np.int8)
-        elif self.alts is not None:
+        if self.alts is not None:
             codes = counted(state, state.table(), state.free(), self.alts, [c for c, _ in needs.allocate], positions)
             codes[codes == 1] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
         else:
@@ -311,22 +304,8 @@ class NodeOutcomes:
             claims = [c for c, _ in needs.allocate]
             fails = refuted(state, state.table(), state.free(), claims, positions[unsure])
             codes[np.flatnonzero(unsure)[fails]] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
-            unsure = codes == self._UNKNOWN
-            if unsure.any():
-                codes[unsure] = self._allocated(positions[unsure])
-        return codes
-
-    def _allocated(self, positions: np.ndarray) -> np.ndarray:
-        """The allocator's answer per node, once per look."""
-        state, needs = self.state, self.needs
-        ids = self.looks.of(positions)
-        verdicts = self.verdicts.sized(int(ids.max()) + 1 if len(ids) else 0)
-        codes = verdicts.code[ids]
-        for j in np.flatnonzero(codes == self._UNKNOWN).tolist():
-            look = int(ids[j])
-            if verdicts.code[look] == self._UNKNOWN:
-                verdicts.learn(look, state, int(positions[j]), needs)
-            codes[j] = verdicts.code[look]
+            for j in np.flatnonzero(codes == self._UNKNOWN).tolist():
+                codes[j] = self.verdicts.learn(int(looks[j]), state, int(positions[j]), needs)
         return codes
 
     def _on_node(self, positions: np.ndarray) -> np.ndarray:
@@ -353,11 +332,10 @@ class NodeOutcomes:
         """The devices per claim the allocator picks on a node that passes."""
         if not self.needs.allocate:
             return []
-        if self.alts is not None:  # counted: the allocator picks them now, on this node alone
-            return self.state.allocate(self.state.nodes[pos], self.needs)
-        look = int(self.looks.of(np.array([pos]))[0])
-        if look not in self.verdicts.picked:
-            return self.state.allocate(self.state.nodes[pos], self.needs)
+        look = int(self.looks.id[pos])  # asked about in `codes`, devices unchanged since
+        if look not in self.verdicts.picked:  # passed by counting: the allocator picks them now, for the look
+            if self.verdicts.learn(look, self.state, pos, self.needs) != 0:
+                raise AssertionError("counting passed a node the allocator does not")
         devices = [d for p in self.state.pools(self.state.nodes[pos]) for d in p.devices]
         return [[(request, devices[i]) for request, i in picked] for picked in self.verdicts.picked[look]]
 
@@ -384,14 +362,6 @@ def _by_name(selector: dict, index: dict[str, int]) -> np.ndarray | None:
     return out
 
 
-@dataclass
-class Kept:
-    """One set of claim specs' filter codes per node position, and each node's device version they hold for."""
-
-    code: np.ndarray
-    at: np.ndarray
-
-
 class Verdicts:
     """The allocator's answer for one set of claim specs, per look of a node (shared by the runs)."""
 
@@ -407,19 +377,22 @@ class Verdicts:
             self.code = grown
         return self
 
-    def learn(self, look: int, state: DraState, pos: int, needs: Needs) -> None:
+    def learn(self, look: int, state: DraState, pos: int, needs: Needs) -> int:
+        """The allocator's code on the node at `pos`, kept (with the devices it picks) for its look."""
         node = state.nodes[pos]
         try:
             result = state.allocate(node, needs)
         except FilterError:
-            self.code[look] = -1
-            return
-        if isinstance(result, str):
-            self.code[look] = 1 + NodeOutcomes.REASONS.index(result)
-            return
-        index = {d.key: i for i, d in enumerate(d for p in state.pools(node) for d in p.devices)}
-        self.picked[look] = [[(request, index[d.key]) for request, d in picked] for picked in result]
-        self.code[look] = 0
+            code = -1
+        else:
+            if isinstance(result, str):
+                code = 1 + NodeOutcomes.REASONS.index(result)
+            else:
+                index = {d.key: i for i, d in enumerate(d for p in state.pools(node) for d in p.devices)}
+                self.picked[look] = [[(request, index[d.key]) for request, d in picked] for picked in result]
+                code = 0
+        self.code[look] = code
+        return code
 
 
 def release_unreserved(state: "DraState", needs: Needs) -> bool:

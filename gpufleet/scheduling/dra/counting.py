@@ -24,6 +24,8 @@ from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, Allocator, Alternati
 
 #: Per device of a node: the selectors pass, reject, or fail on it.
 PASS, REJECT, ERROR = 1, 0, 2
+#: Nodes with more devices than this have a fixed part of their own (`Table.fixed`).
+_WIDEST = 128
 
 
 def countable(needs) -> list[list[tuple[Alternative, tuple[str, ...]]]] | None:
@@ -82,6 +84,7 @@ class Table:
         self._kinds: dict = {}
         self._columns: dict = {}
         self._written: list[dict] | None = None
+        self._fixed: dict[tuple, np.ndarray] = {}
 
     def at(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the entries of these nodes, per entry the index of its node in `positions`)."""
@@ -99,7 +102,7 @@ class Table:
                 found = self._column(ask, None)
             else:
                 columns = [self._column(ask, ()), self._column(ask, "bad"), *(self._column(ask, p) for p in paths)]
-                found = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+                found = rows(np.stack(columns, axis=1))
             self._kinds[paths] = found
         return found
 
@@ -126,6 +129,41 @@ class Table:
                         seen = dkey
                 out[i] = -1 if seen is None else ids.setdefault(seen, len(ids))
             found = self._columns[path] = out
+        return found
+
+    def fixed(self, ask: Allocator, what: tuple) -> np.ndarray:
+        """Per node, an id of what the filter reads of it for claims of this relevance
+        (likeness.relevance) that no pod changes: whether a pool is invalid or incomplete, and per device
+        in order, what the selectors see of it and which earlier device of the node first had its values
+        of the constrained attributes. Equal ids, equal fixed parts (shared by the runs)."""
+        found = self._fixed.get(what)
+        if found is None:
+            paths, names = what
+            seen = self.kinds(ask, paths)
+            rank = np.full(len(self.keys), -1, dtype=np.int64)
+            if names and len(self.keys):
+                values = self.values(names)
+                valued = np.flatnonzero(values >= 0)
+                width = max(int(values.max()) + 1, 1)
+                pairs, first, inverse = np.unique(self.owner[valued] * width + values[valued], return_index=True,
+                                                  return_inverse=True)
+                order = np.argsort(valued[first], kind="stable")  # a node's values by first appearance
+                by_appearance = np.empty(len(pairs), dtype=np.int64)
+                by_appearance[order] = np.arange(len(pairs))
+                node_of = pairs // width
+                firsts = np.searchsorted(node_of[order], node_of)  # the node's first value, in that order
+                rank[valued] = (by_appearance - firsts)[inverse.reshape(-1)]
+            entry = seen * (int(rank.max(initial=-1)) + 2) + rank + 1  # rank < the node's devices
+            n, widest = len(self.size), min(int(self.size.max()) if len(self.size) else 0, _WIDEST)
+            grid = np.full((n, widest + 4), -1, dtype=np.int64)
+            column = np.arange(len(self.keys)) - self.start[self.owner]
+            kept = column < widest
+            grid[self.owner[kept], column[kept]] = entry[kept]
+            grid[:, widest] = self.size
+            grid[:, widest + 1] = self.invalid
+            grid[:, widest + 2] = self.incomplete
+            grid[:, widest + 3] = np.where(self.size > widest, np.arange(n), -1)  # more devices: a look of its own
+            found = self._fixed[what] = rows(grid)
         return found
 
     def _fields(self) -> list[dict]:
@@ -180,6 +218,15 @@ class Table:
             out = answers[kinds] if len(kinds) else np.zeros(0, dtype=np.int8)
             found = self._selected[key] = out
         return found
+
+
+def rows(grid: np.ndarray) -> np.ndarray:
+    """Per row of an integer array, an id (equal rows, equal ids): rows compared as bytes, one sort."""
+    grid = np.ascontiguousarray(grid, dtype=np.int64)
+    if not grid.size:
+        return np.zeros(len(grid), dtype=np.int64)
+    raw = grid.view(np.dtype((np.void, grid.dtype.itemsize * grid.shape[1]))).reshape(-1)
+    return np.unique(raw, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def _hashable(value):
@@ -276,7 +323,7 @@ def _one_slot(state, table: Table, free: np.ndarray, alts: list[tuple[Alternativ
         if names:  # the most devices that share one value of every constrained attribute
             values = table.values(names)[entries]
             usable &= values >= 0
-            width = int(values.max()) + 1 if len(values) else 1
+            width = max(int(values.max()) + 1 if len(values) else 1, 1)
             pairs, counts = np.unique(local[usable] * width + values[usable], return_counts=True)
             most = np.zeros(k, dtype=np.int64)
             np.maximum.at(most, pairs // width, counts)
