@@ -40,7 +40,7 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     running_here = run.running[mask]
     if running_here.any():
         blockers.append(Blocker(RUNNING, int(running_here.sum()), int(np.count_nonzero(running_here))))
-    where = shape.memo("where", lambda: _describe(nodes, eligible))
+    where = shape.memo("where", lambda: _describe(snap, eligible))
     w = workloads[index]
     too_big = shape.memo("too_big", lambda: _too_big(shape, snap))
     if too_big is not None:
@@ -127,12 +127,12 @@ def _unmatched_labels(w: PodWorkload, nodes: Sequence[Node]) -> Blocked | None:
     return None
 
 
-def _describe(nodes: Sequence[Node], eligible: np.ndarray) -> str:
-    products = {nodes[i].labels.get(PRODUCT) for i in eligible.tolist()}
+def _describe(snap: Snapshot, eligible: np.ndarray) -> str:
+    products = np.unique(snap.domains(PRODUCT)[eligible])  # -1: no product label
     count = len(eligible)
     noun = "node" if count == 1 else "nodes"
-    if len(products) == 1 and None not in products:
-        return f"{count} {products.pop()} {noun}"
+    if len(products) == 1 and products[0] >= 0:
+        return f"{count} {snap.nodes[int(eligible[0])].labels[PRODUCT]} {noun}"
     return f"{count} {noun}"
 
 

@@ -1,7 +1,8 @@
-"""The DRA filter's shortcut for nodes where the allocator surely fails: wherever it says "cannot allocate",
-the allocator itself, run on that node, answers exactly that (not a pass, not the filter's error, not a
-timeout), for claims of any shape: several claims and requests, firstAvailable, All, admin access,
-matchAttribute constraints, selectors that fail on some devices, devices in use."""
+"""The DRA filter's shortcuts, held to the allocator itself on random nodes and claims of any shape (several
+claims and requests, firstAvailable, All, admin access, matchAttribute constraints, selectors that fail on
+some devices, devices in use): wherever refuting says "cannot allocate", the allocator answers exactly that
+(not a pass, not the filter's error, not a timeout); wherever the first descent says the node passes, the
+allocator allocates there."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gpufleet.capacity.dra import dra_objects
 from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.scheduling.dra.allocator import Claim, FilterError
 from gpufleet.scheduling.dra.claims import CANNOT_ALLOCATE, DraState
+from gpufleet.scheduling.dra.descent import passes
 from gpufleet.scheduling.dra.refuting import refuted
 
 V1 = "resource.k8s.io/v1"
@@ -33,6 +35,11 @@ CLASSES = [{"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "gpu"}
 device = st.fixed_dictionaries({
     "product": st.sampled_from(PRODUCTS), "mig": st.booleans(), "root": st.sampled_from(("pci0", "pci1")),
     "index": st.booleans(), "memory": st.sampled_from(("10Gi", "40Gi", "80Gi")), "busy": st.booleans()})
+#: Nodes with room: more devices, fewer in use, most of them with every attribute (more nodes that pass).
+roomy = st.fixed_dictionaries({
+    "product": st.sampled_from(PRODUCTS[:2]), "mig": st.integers(0, 4).map(lambda n: n == 0),
+    "root": st.sampled_from(("pci0", "pci1")), "index": st.integers(0, 5).map(lambda n: n > 0),
+    "memory": st.sampled_from(("40Gi", "80Gi")), "busy": st.integers(0, 4).map(lambda n: n == 0)})
 alternative = st.fixed_dictionaries({
     "class": st.sampled_from(("gpu", "mig")), "all": st.integers(0, 5).map(lambda n: n == 0),
     "count": st.integers(1, 4), "selector": st.sampled_from(SELECTORS), "admin": st.integers(0, 9).map(lambda n: n == 0)})
@@ -105,6 +112,25 @@ def test_a_node_said_to_fail_fails_in_the_allocator_too(devices, claims, complet
     except FilterError as e:
         raise AssertionError(f"refuted, but the allocator raises the filter's error: {e}") from e
     assert answer == CANNOT_ALLOCATE
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(devices=st.lists(roomy, min_size=2, max_size=10), claims=st.lists(claim, min_size=1, max_size=3),
+       complete=st.integers(0, 9).map(lambda n: n > 0))
+def test_a_node_said_to_pass_at_once_passes_in_the_allocator_too(devices, claims, complete):
+    state, nodes = _state(devices, complete)
+    wanted = [Claim("ml", f"c{i}", _claim_spec(c)) for i, c in enumerate(claims)]
+    says = bool(passes(state, state.table(), state.free(), wanted, np.array([0]))[0])
+    event(f"passes: {says}")
+    if not says:
+        return
+    needs = state.needs("ml", "p", {})
+    needs.allocate = [(c, None) for c in wanted]
+    try:
+        answer = state.allocate(nodes[0], needs)
+    except FilterError as e:
+        raise AssertionError(f"said to pass, but the allocator raises the filter's error: {e}") from e
+    assert isinstance(answer, list), answer
 
 
 def test_a_claim_for_a_product_the_node_lacks_is_refuted_without_the_allocator():

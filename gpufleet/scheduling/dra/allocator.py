@@ -129,6 +129,7 @@ class Allocator:
         self._outcome: dict[tuple, bool | str] = {} if outcomes is None else outcomes
         self._candidates: dict[tuple, tuple] = {} if candidates is None else candidates
         self.steps = 0
+        self._scopes: dict[tuple[int, Alternative], list[tuple[int, str]]] = {}  # claims live as long as a search
 
     # -- selectors ------------------------------------------------------------------------------------------
 
@@ -233,14 +234,18 @@ class Allocator:
         return False
 
     def _constraints(self, claim: Claim, alt: Alternative) -> list[tuple[int, str]]:
-        parent = alt.request.split("/", 1)[0]
-        out = []
-        for i, constraint in enumerate((claim.spec.get("devices") or {}).get("constraints") or ()):
-            scope = constraint.get("requests") or []
-            name = constraint.get("matchAttribute")
-            if name and (not scope or parent in scope or alt.request in scope):
-                out.append((i, name))
-        return out
+        """The claim's `matchAttribute` constraints (index, attribute) that apply to this alternative."""
+        key = (id(claim), alt)
+        found = self._scopes.get(key)
+        if found is None:
+            parent = alt.request.split("/", 1)[0]
+            found = self._scopes[key] = []
+            for i, constraint in enumerate((claim.spec.get("devices") or {}).get("constraints") or ()):
+                scope = constraint.get("requests") or []
+                name = constraint.get("matchAttribute")
+                if name and (not scope or parent in scope or alt.request in scope):
+                    found.append((i, name))
+        return found
 
     def _fits(self, device: Device, claim: Claim, alt: Alternative, c: int, fixed) -> list[int] | None:
         """The constraints this device newly fixes, or None when it breaks one."""

@@ -18,6 +18,7 @@ from gpufleet.capacity.quantity import parse
 from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, OutOfBudget, missing_class
 from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.scheduling.dra.counting import Table, countable, counted
+from gpufleet.scheduling.dra.descent import passes
 from gpufleet.scheduling.dra.refuting import refuted
 from gpufleet.scheduling.dra.likeness import Looks, relevance
 from gpufleet.scheduling.dra.likeness import Shared as LookIds
@@ -87,8 +88,8 @@ class DraState:
         self._free: np.ndarray | None = None
         self.nodes: list[Node] = []
         self.index: dict[str, int] = {}
-        self.version = np.zeros(0, dtype=np.int64)
-        """Per node position (`attach`): bumped whenever a device the node can reach is taken or freed."""
+        self.changed: list[int] = []
+        """Node positions (`attach`), each time a device the node can reach is taken or freed (this run's)."""
         self._reach: dict[tuple[str, str, str], list[int]] = {}
         self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
         self._look_ids: dict[tuple, LookIds] = {}  # relevance -> looks' ids (shared by the runs)
@@ -106,7 +107,7 @@ class DraState:
         twin._candidates, twin._table = self._candidates, self._table
         twin._free = None if self._free is None else self._free.copy()
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
-        twin.nodes, twin.version, twin._reach, twin.index = self.nodes, self.version.copy(), self._reach, self.index
+        twin.nodes, twin.changed, twin._reach, twin.index = self.nodes, list(self.changed), self._reach, self.index
         twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
         twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
@@ -114,7 +115,7 @@ class DraState:
 
     def attach(self, nodes: Sequence[Node]) -> None:
         """The nodes in the order the scheduler visits them: positions for `tried`."""
-        self.nodes, self.version = list(nodes), np.zeros(len(nodes), dtype=np.int64)
+        self.nodes, self.changed = list(nodes), []
         self.index = {}
         for i, node in enumerate(self.nodes):
             self.index.setdefault(node.name, i)
@@ -145,7 +146,7 @@ class DraState:
         for key in keys:
             at = self._reach.get(key)
             if at:
-                self.version[at] += 1
+                self.changed += at
             if self._free is not None:
                 self._free[self._table[0].entries.get(key, [])] = key not in self.in_use
 
@@ -304,6 +305,9 @@ class NodeOutcomes:
             claims = [c for c, _ in needs.allocate]
             fails = refuted(state, state.table(), state.free(), claims, positions[unsure])
             codes[np.flatnonzero(unsure)[fails]] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
+            unsure = codes == self._UNKNOWN
+            if unsure.any():
+                codes[np.flatnonzero(unsure)[passes(state, state.table(), state.free(), claims, positions[unsure])]] = 0
             for j in np.flatnonzero(codes == self._UNKNOWN).tolist():
                 codes[j] = self.verdicts.learn(int(looks[j]), state, int(positions[j]), needs)
         return codes

@@ -102,7 +102,7 @@ class Table:
                 found = self._column(ask, None)
             else:
                 columns = [self._column(ask, ()), self._column(ask, "bad"), *(self._column(ask, p) for p in paths)]
-                found = rows(np.stack(columns, axis=1))
+                found = _combined(columns)
             self._kinds[paths] = found
         return found
 
@@ -220,9 +220,25 @@ class Table:
         return found
 
 
+def _combined(columns: list[np.ndarray]) -> np.ndarray:
+    """Per entry, an id of its values in all the columns (equal values, equal ids, 0..m-1): the columns as
+    digits of one number (made compact again whenever the next digit would overflow it)."""
+    acc, span = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for column in columns:
+        radix = int(column.max(initial=-1)) + 2  # values from -1 up
+        if span * radix >= 2 ** 62:
+            acc = np.unique(acc, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            span = int(acc.max(initial=0)) + 1
+        acc, span = acc * radix + (column + 1), span * radix
+    return np.unique(acc, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
 def rows(grid: np.ndarray) -> np.ndarray:
     """Per row of an integer array, an id (equal rows, equal ids): rows compared as bytes, one sort."""
-    grid = np.ascontiguousarray(grid, dtype=np.int64)
+    low, high = (int(grid.min()), int(grid.max())) if grid.size else (0, 0)
+    narrow = next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                  if np.iinfo(t).min <= low and high <= np.iinfo(t).max)  # fewer bytes to compare
+    grid = np.ascontiguousarray(grid, dtype=narrow)
     if not grid.size:
         return np.zeros(len(grid), dtype=np.int64)
     raw = grid.view(np.dtype((np.void, grid.dtype.itemsize * grid.shape[1]))).reshape(-1)

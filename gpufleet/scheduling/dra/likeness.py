@@ -20,8 +20,6 @@ from gpufleet.scheduling.dra.cel import reads
 from gpufleet.scheduling.dra.counting import rows
 
 
-#: Nodes whose look was never taken, or whose devices changed since.
-_STALE = -1
 #: Nodes with more devices than this have their in-use devices told as bytes, not as bits of a number.
 _BITS = 52
 #: Stale nodes looked up one by one; more are grouped first.
@@ -52,44 +50,47 @@ def relevance(claims: list[Claim], classes: dict[str, dict]) -> tuple:
 
 class Looks:
     """Per node position, an id of its look for one relevance (equal ids, equal looks), kept up to date with
-    the nodes' device versions (one run's); the ids are shared by the runs."""
+    the nodes whose devices changed (one run's); the ids are shared by the runs."""
 
     def __init__(self, state, what: tuple, shared: "Shared"):
         self.state, self.what, self.shared = state, what, shared
-        n = len(state.nodes)
         ask = Allocator(state.objects.classes, [], set(), state._selected, state._activations, state._outcomes)
         self.fixed = state.table().fixed(ask, what)
-        self.id = np.zeros(n, dtype=np.int64)
-        self.at = np.full(n, _STALE, dtype=np.int64)
+        self.id = np.zeros(len(state.nodes), dtype=np.int64)
+        self.synced = -1  # how much of `state.changed` the ids have seen; -1: none taken yet
 
     def of(self, positions: np.ndarray) -> np.ndarray:
-        state = self.state
-        stale = positions[self.at[positions] != state.version[positions]]
-        if len(stale):
-            table, free = state.table(), state.free()
-            entries, local = table.at(stale)
-            offset = entries - table.start[stale][local]
-            size = table.size[stale]
-            small = size <= _BITS
-            bits = np.bincount(local, weights=np.where(free[entries] & (offset < _BITS), 2.0 ** np.minimum(offset, _BITS), 0.0),
-                               minlength=len(stale)).astype(np.int64)
-            bits[~small] = -1
-            ids = self.shared.ids
-            if len(stale) <= _FEW:
-                self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in zip(self.fixed[stale].tolist(), bits.tolist())]
-            else:
-                pairs = np.stack((self.fixed[stale], bits), axis=1)
-                inverse = rows(pairs)
-                first = np.unique(inverse, return_index=True)[1]
-                known = np.array([ids.setdefault(pair, len(ids)) for pair in map(tuple, pairs[first].tolist())],
-                                 dtype=np.int64)
-                self.id[stale] = known[inverse]
-            for j in np.flatnonzero(~small).tolist():  # many devices: which are in use, as bytes
-                mine = entries[local == j]
-                key = (int(self.fixed[stale[j]]), free[mine].tobytes())
-                self.id[stale[j]] = self.shared.ids.setdefault(key, len(self.shared.ids))
-            self.at[stale] = state.version[stale]
+        changed = self.state.changed
+        if self.synced < 0:
+            self._take(np.arange(len(self.id)))
+        elif len(changed) > self.synced:
+            self._take(np.unique(np.array(changed[self.synced:], dtype=np.int64)))
+        self.synced = len(changed)
         return self.id[positions]
+
+    def _take(self, stale: np.ndarray) -> None:
+        """Work out the looks of these nodes: the fixed part and the free devices as bits (as bytes past
+        _BITS devices), one id per distinct pair."""
+        table, free = self.state.table(), self.state.free()
+        entries, local = table.at(stale)
+        offset = entries - table.start[stale][local]
+        small = table.size[stale] <= _BITS
+        weights = np.where(free[entries] & (offset < _BITS), 2.0 ** np.minimum(offset, _BITS), 0.0)
+        bits = np.bincount(local, weights=weights, minlength=len(stale)).astype(np.int64)
+        bits[~small] = -1
+        ids = self.shared.ids
+        if len(stale) <= _FEW:
+            self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in zip(self.fixed[stale].tolist(), bits.tolist())]
+        else:
+            pairs = np.stack((self.fixed[stale], bits), axis=1)
+            inverse = rows(pairs)
+            first = np.unique(inverse, return_index=True)[1]
+            known = np.array([ids.setdefault(pair, len(ids)) for pair in map(tuple, pairs[first].tolist())],
+                             dtype=np.int64)
+            self.id[stale] = known[inverse]
+        for j in np.flatnonzero(~small).tolist():  # many devices: which are in use, as bytes
+            key = (int(self.fixed[stale[j]]), free[entries[local == j]].tobytes())
+            self.id[stale[j]] = ids.setdefault(key, len(ids))
 
 
 class Shared:
