@@ -95,42 +95,39 @@ def _state(devices: list[dict], complete: bool) -> tuple[DraState, list]:
     return state, [node]
 
 
+def _shortcut_and_allocator(shortcut, devices: list[dict], claims: list[dict], complete: bool):
+    """(what the shortcut says of the node, the allocator's answer there: devices, a reason, or the
+    filter's error as `FilterError`), the allocator asked only where the shortcut said True."""
+    state, nodes = _state(devices, complete)
+    wanted = [Claim("ml", f"c{i}", _claim_spec(c)) for i, c in enumerate(claims)]
+    says = bool(shortcut(state, state.table(), state.free(), wanted, np.array([0]))[0])
+    event(f"{shortcut.__name__}: {says}")
+    if not says:
+        return False, None
+    needs = state.needs("ml", "p", {})
+    needs.allocate = [(c, None) for c in wanted]
+    try:
+        return True, state.allocate(nodes[0], needs)
+    except FilterError as e:
+        return True, e
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(devices=st.lists(device, max_size=7), claims=st.lists(claim, min_size=1, max_size=2),
        complete=st.integers(0, 9).map(lambda n: n > 0))
 def test_a_node_said_to_fail_fails_in_the_allocator_too(devices, claims, complete):
-    state, nodes = _state(devices, complete)
-    wanted = [Claim("ml", f"c{i}", _claim_spec(c)) for i, c in enumerate(claims)]
-    says = bool(refuted(state, state.table(), state.free(), wanted, np.array([0]))[0])
-    event(f"refuted: {says}")
-    if not says:
-        return
-    needs = state.needs("ml", "p", {})
-    needs.allocate = [(c, None) for c in wanted]
-    try:
-        answer = state.allocate(nodes[0], needs)
-    except FilterError as e:
-        raise AssertionError(f"refuted, but the allocator raises the filter's error: {e}") from e
-    assert answer == CANNOT_ALLOCATE
+    says, answer = _shortcut_and_allocator(refuted, devices, claims, complete)
+    if says:
+        assert answer == CANNOT_ALLOCATE, f"refuted, but the allocator says: {answer}"
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(devices=st.lists(roomy, min_size=2, max_size=10), claims=st.lists(claim, min_size=1, max_size=3),
        complete=st.integers(0, 9).map(lambda n: n > 0))
 def test_a_node_said_to_pass_at_once_passes_in_the_allocator_too(devices, claims, complete):
-    state, nodes = _state(devices, complete)
-    wanted = [Claim("ml", f"c{i}", _claim_spec(c)) for i, c in enumerate(claims)]
-    says = bool(passes(state, state.table(), state.free(), wanted, np.array([0]))[0])
-    event(f"passes: {says}")
-    if not says:
-        return
-    needs = state.needs("ml", "p", {})
-    needs.allocate = [(c, None) for c in wanted]
-    try:
-        answer = state.allocate(nodes[0], needs)
-    except FilterError as e:
-        raise AssertionError(f"said to pass, but the allocator raises the filter's error: {e}") from e
-    assert isinstance(answer, list), answer
+    says, answer = _shortcut_and_allocator(passes, devices, claims, complete)
+    if says:
+        assert isinstance(answer, list), f"said to pass, but the allocator says: {answer}"
 
 
 def test_a_claim_for_a_product_the_node_lacks_is_refuted_without_the_allocator():
