@@ -19,6 +19,7 @@ from gpufleet.scheduling.dra.pools import Pool
 
 CLAIM_LIMIT = 32
 SEARCH_BUDGET = 20_000
+_UNSEEN = object()
 
 
 class FilterError(Exception):
@@ -130,6 +131,7 @@ class Allocator:
         self._candidates: dict[tuple, tuple] = {} if candidates is None else candidates
         self.steps = 0
         self._scopes: dict[tuple[int, Alternative], list[tuple[int, str]]] = {}  # claims live as long as a search
+        self._free_positions: dict[tuple, list[int]] = {}
 
     # -- selectors ------------------------------------------------------------------------------------------
 
@@ -251,7 +253,10 @@ class Allocator:
         """The constraints this device newly fixes, or None when it breaks one."""
         newly = []
         for i, name in self._constraints(claim, alt):
-            value = _lookup(device, name)
+            key = ("matchAttribute", device.key, name)  # kept with the outcomes: no expression is a 3-tuple
+            value = self._outcome.get(key, _UNSEEN)
+            if value is _UNSEEN:
+                value = self._outcome[key] = _lookup(device, name)
             if value is None:
                 return None
             have = fixed[c].get(i)
@@ -268,14 +273,16 @@ class Allocator:
             return rest()
         if len(picked[c]) >= CLAIM_LIMIT:
             return False
-        positions, failing = self._selectable(claim, alt)
-        keys, in_use, last = self.keys, self.in_use, start
+        positions, failing = self._open(claim, alt)
+        keys, last = self.keys, start
         for at in range(bisect_left(positions, start), len(positions)):
             pos = positions[at]
-            self._steps(pos + 1 - last)
+            self.steps += pos + 1 - last  # the devices in use before it were visited too
+            if self.steps > SEARCH_BUDGET:
+                raise OutOfBudget
             last = pos + 1
             key = keys[pos]
-            if key in taken or (key in in_use and not alt.admin):
+            if key in taken:
                 continue
             device = self.devices[pos]
             if pos in failing:
@@ -299,6 +306,19 @@ class Allocator:
         self.steps += count
         if self.steps > SEARCH_BUDGET:
             raise OutOfBudget
+
+    def _open(self, claim: Claim, alt: Alternative) -> tuple[list[int], frozenset[int]]:
+        """`_selectable`, less the devices in use (unless the alternative asks for admin access): those the
+        search only steps over."""
+        positions, failing = self._selectable(claim, alt)
+        if alt.admin:
+            return positions, failing
+        key = (alt.class_name, alt.selectors)
+        found = self._free_positions.get(key)
+        if found is None:
+            keys, in_use = self.keys, self.in_use
+            found = self._free_positions[key] = [p for p in positions if keys[p] not in in_use]
+        return found, failing
 
     def _selectable(self, claim: Claim, alt: Alternative) -> tuple[list[int], frozenset[int]]:
         """(positions of the devices the alternative's selectors pass or fail on, those they fail on)."""
