@@ -7,14 +7,16 @@ one line each), never a node silently read as empty.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint, images_of
 from gpufleet.capacity.quantity import to_units
 from gpufleet.capacity.requests import NON_ZERO_DEFAULTS, pod_requests
 from gpufleet.capacity.shape import Shape, pod_spec
-from gpufleet.discovery.kubernetes import ClusterSource
 from gpufleet.errors import GpufleetError, InputError, one_line
+
+if TYPE_CHECKING:  # the Kubernetes client's side loads only where a live cluster is read
+    from gpufleet.discovery.kubernetes import ClusterSource
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _INT64_MAX = 2**63 - 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
-from gpufleet.capacity.model_fit import profile_memory_mib
+from gpufleet.nvidia.mig_profiles import profile_memory_mib
 
 if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
     from gpufleet.config.node_pools import NodePool

@@ -14,21 +14,13 @@ from dataclasses import dataclass, field
 
 from gpufleet.capacity.model import Node
 from gpufleet.errors import InputError
-from gpufleet.nvidia.mig_profiles import TABLES
+from gpufleet.nvidia.mig_profiles import profile_memory_mib
 from gpufleet.nvidia.model_memory.served import ServedModel, legacy_annotation, with_flags
 from gpufleet.nvidia.model_memory.verdict import Assessment, Device, assess
 from gpufleet.nvidia.products import GpuProduct, find_product
 
 MODEL_ANNOTATION = "gpufleet.io/model-memory"
 EXPECTED_MEMORY_ANNOTATION = "gpufleet.io/expected-gpu-memory-mib"
-
-
-def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
-    """A MIG profile's memory from the product's table; None for an unknown product or profile."""
-    if product is None or product.mig_table is None:
-        return None
-    entry = TABLES[product.mig_table].profiles.get(profile)
-    return entry.memory_mib if entry else None
 
 
 def _a100(product: GpuProduct | None) -> bool:

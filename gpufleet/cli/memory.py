@@ -12,7 +12,8 @@ from gpufleet.errors import InputError
 
 
 def _device(gpu: str | None, memory_mib: int | None, mig: str | None, mps: int | None):
-    from gpufleet.capacity.model_fit import mig_instance, mps_slice, profile_memory_mib, whole_gpu
+    from gpufleet.capacity.model_fit import mig_instance, mps_slice, whole_gpu
+    from gpufleet.nvidia.mig_profiles import profile_memory_mib
     from gpufleet.nvidia.products import GpuProduct, match_products
 
     if gpu is None and memory_mib is None:

@@ -146,3 +146,12 @@ def _placeable(table_name: str, devices: tuple[tuple[str, int], ...]) -> bool:
         return False
 
     return place(0, frozenset())
+
+
+def profile_memory_mib(product, profile: str) -> int | None:
+    """A MIG profile's memory from a product's table (gpufleet.nvidia.products.GpuProduct); None for an
+    unknown product or profile."""
+    if product is None or product.mig_table is None:
+        return None
+    entry = TABLES[product.mig_table].profiles.get(profile)
+    return entry.memory_mib if entry else None

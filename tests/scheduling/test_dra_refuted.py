@@ -7,6 +7,7 @@ allocator allocates there."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.scheduling.dra.allocator import Claim, FilterError
 from gpufleet.scheduling.dra.claims import CANNOT_ALLOCATE, DraState
 from gpufleet.scheduling.dra.descent import passes
-from gpufleet.scheduling.dra.refuting import refuted
+from gpufleet.scheduling.dra.refuting import outcomes, refuted
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
@@ -128,6 +129,25 @@ def test_a_node_said_to_pass_at_once_passes_in_the_allocator_too(devices, claims
     says, answer = _shortcut_and_allocator(passes, devices, claims, complete)
     if says:
         assert isinstance(answer, list), f"said to pass, but the allocator says: {answer}"
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(devices=st.lists(roomy, min_size=2, max_size=12), claims=st.lists(claim, min_size=1, max_size=3),
+       budget=st.sampled_from((5, 10, 20, 40, 80)))
+def test_a_search_said_to_run_out_of_steps_runs_out_in_the_allocator_too(devices, claims, budget):
+    import gpufleet.scheduling.dra.allocator as allocator
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(allocator, "SEARCH_BUDGET", budget)  # small: searches that fail run out of it often
+        says, answer = _shortcut_and_allocator(_runs_out, devices, claims, True)
+    if says:
+        assert answer == "timed out trying to allocate devices", f"said to run out of steps: {answer}"
+
+
+def _runs_out(state, table, free, claims, positions):
+    fails, slow = outcomes(state, table, free, claims, positions)
+    assert not (fails & slow).any(), "both fails within the budget and runs out of it"
+    return slow
 
 
 def test_a_claim_for_a_product_the_node_lacks_is_refuted_without_the_allocator():

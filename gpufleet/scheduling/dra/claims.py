@@ -19,7 +19,7 @@ from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, Out
 from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.scheduling.dra.counting import Table, countable, counted
 from gpufleet.scheduling.dra.descent import passes
-from gpufleet.scheduling.dra.refuting import refuted
+from gpufleet.scheduling.dra.refuting import outcomes
 from gpufleet.scheduling.dra.likeness import Looks, relevance
 from gpufleet.scheduling.dra.likeness import Shared as LookIds
 from gpufleet.scheduling.dra.pools import Pool, node_pools
@@ -31,6 +31,8 @@ TIMED_OUT = "timed out trying to allocate devices"
 RESERVED_FOR_MAX = 256
 #: Sets of claim specs whose allocator answers (per look of a node) are kept.
 KEPT_VERDICTS = 256
+#: Nodes with more devices than this have their free devices told as bytes (likeness), not as bits.
+BITS = 52
 _NAME_MAX = 57
 
 
@@ -85,6 +87,8 @@ class DraState:
         self._outcomes: dict[tuple, bool | str] = {}
         self._candidates: dict[tuple, tuple] = {}
         self._table: list[Table] = []  # built once, shared by the runs' copies
+        self._bits: np.ndarray | None = None
+        self._bits_synced = 0
         self._free: np.ndarray | None = None
         self.nodes: list[Node] = []
         self.index: dict[str, int] = {}
@@ -106,6 +110,8 @@ class DraState:
         twin._selected, twin._activations, twin._outcomes = self._selected, self._activations, self._outcomes
         twin._candidates, twin._table = self._candidates, self._table
         twin._free = None if self._free is None else self._free.copy()
+        twin._bits = None if self._bits is None else self._bits.copy()
+        twin._bits_synced = self._bits_synced
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         twin.nodes, twin.changed, twin._reach, twin.index = self.nodes, list(self.changed), self._reach, self.index
         twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
@@ -149,6 +155,26 @@ class DraState:
                 self.changed += at
             if self._free is not None:
                 self._free[self._table[0].entries.get(key, [])] = key not in self.in_use
+
+    def free_bits(self, positions: np.ndarray) -> np.ndarray:
+        """Per node, which of its devices are free, as the bits of one number (device i: bit i); -1 for a
+        node with more than BITS devices. Kept up to date with `changed` (this run's)."""
+        if self._bits is None:
+            self._bits, self._bits_synced = self._bits_of(np.arange(len(self.nodes))), len(self.changed)
+        elif len(self.changed) > self._bits_synced:
+            moved = np.unique(np.array(self.changed[self._bits_synced:], dtype=np.int64))
+            self._bits[moved] = self._bits_of(moved)
+            self._bits_synced = len(self.changed)
+        return self._bits[positions]
+
+    def _bits_of(self, positions: np.ndarray) -> np.ndarray:
+        table, free = self.table(), self.free()
+        entries, local = table.at(positions)
+        offset = entries - table.start[positions][local]
+        weights = np.where(free[entries] & (offset < BITS), 2.0 ** np.minimum(offset, BITS), 0.0)
+        bits = np.bincount(local, weights=weights, minlength=len(positions)).astype(np.int64)
+        bits[table.size[positions] > BITS] = -1
+        return bits
 
     def table(self) -> Table:
         """Every (node, device) entry, for counting (gpufleet.scheduling.dra.counting)."""
@@ -265,8 +291,9 @@ class NodeOutcomes:
     once per look of a node's devices (gpufleet.scheduling.dra.likeness) and kept with the claim specs for
     every run: a node is asked again only when its free devices changed, and nodes that look alike share
     one answer. It is worked out by counting where counting is exact (.counting), by refuting where no
-    allocation can exist (.refuting), else by the allocator. Codes: 0 passes, -1 the filter's error (asked
-    again on the node, to raise it in its own words), else a reason (`reason`)."""
+    allocation can exist (.refuting), by the allocator's first descent where it fills every request at once
+    (.descent), else by the allocator. Codes: 0 passes, -1 the filter's error (asked again on the node, to
+    raise it in its own words), else a reason (`reason`)."""
 
     REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
     _UNKNOWN = -2
@@ -303,8 +330,9 @@ class NodeOutcomes:
         unsure = codes == self._UNKNOWN
         if unsure.any():
             claims = [c for c, _ in needs.allocate]
-            fails = refuted(state, state.table(), state.free(), claims, positions[unsure])
+            fails, slow = outcomes(state, state.table(), state.free(), claims, positions[unsure])
             codes[np.flatnonzero(unsure)[fails]] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
+            codes[np.flatnonzero(unsure)[slow]] = 1 + self.REASONS.index(TIMED_OUT)
             unsure = codes == self._UNKNOWN
             if unsure.any():
                 codes[np.flatnonzero(unsure)[passes(state, state.table(), state.free(), claims, positions[unsure])]] = 0
@@ -337,9 +365,9 @@ class NodeOutcomes:
         if not self.needs.allocate:
             return []
         look = int(self.looks.id[pos])  # asked about in `codes`, devices unchanged since
-        if look not in self.verdicts.picked:  # passed by counting: the allocator picks them now, for the look
+        if look not in self.verdicts.picked:  # passed without the allocator: it picks them now, for the look
             if self.verdicts.learn(look, self.state, pos, self.needs) != 0:
-                raise AssertionError("counting passed a node the allocator does not")
+                raise AssertionError("a shortcut passed a node the allocator does not")
         devices = [d for p in self.state.pools(self.state.nodes[pos]) for d in p.devices]
         return [[(request, devices[i]) for request, i in picked] for picked in self.verdicts.picked[look]]
 

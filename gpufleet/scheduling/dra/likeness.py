@@ -20,8 +20,6 @@ from gpufleet.scheduling.dra.cel import reads
 from gpufleet.scheduling.dra.counting import rows
 
 
-#: Nodes with more devices than this have their in-use devices told as bytes, not as bits of a number.
-_BITS = 52
 #: Stale nodes looked up one by one; more are grouped first.
 _FEW = 32
 
@@ -70,14 +68,8 @@ class Looks:
 
     def _take(self, stale: np.ndarray) -> None:
         """Work out the looks of these nodes: the fixed part and the free devices as bits (as bytes past
-        _BITS devices), one id per distinct pair."""
-        table, free = self.state.table(), self.state.free()
-        entries, local = table.at(stale)
-        offset = entries - table.start[stale][local]
-        small = table.size[stale] <= _BITS
-        weights = np.where(free[entries] & (offset < _BITS), 2.0 ** np.minimum(offset, _BITS), 0.0)
-        bits = np.bincount(local, weights=weights, minlength=len(stale)).astype(np.int64)
-        bits[~small] = -1
+        BITS devices), one id per distinct pair."""
+        bits = self.state.free_bits(stale)
         ids = self.shared.ids
         if len(stale) <= _FEW:
             self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in zip(self.fixed[stale].tolist(), bits.tolist())]
@@ -88,9 +80,10 @@ class Looks:
             known = np.array([ids.setdefault(pair, len(ids)) for pair in map(tuple, pairs[first].tolist())],
                              dtype=np.int64)
             self.id[stale] = known[inverse]
-        for j in np.flatnonzero(~small).tolist():  # many devices: which are in use, as bytes
-            key = (int(self.fixed[stale[j]]), free[entries[local == j]].tobytes())
-            self.id[stale[j]] = ids.setdefault(key, len(ids))
+        table, free = self.state.table(), self.state.free()
+        for pos in stale[bits < 0].tolist():  # many devices: which are in use, as bytes
+            mine = free[table.start[pos]:table.start[pos] + table.size[pos]]
+            self.id[pos] = ids.setdefault((int(self.fixed[pos]), mine.tobytes()), len(ids))
 
 
 class Shared:

@@ -40,21 +40,28 @@ class _Alt:
     """One alternative of one slot on the nodes asked about: which entries it may take, how many it needs."""
 
     def __init__(self, usable: np.ndarray, need: np.ndarray, feasible: np.ndarray, visits: np.ndarray,
-                 hands: np.ndarray, names: tuple[str, ...], takes_all: bool):
+                 hands: np.ndarray, names: tuple[str, ...], takes_all: bool, have: np.ndarray | None = None):
         self.usable, self.need, self.feasible = usable, need, feasible
-        self.visits, self.hands, self.names, self.all = visits, hands, names, takes_all
+        self.visits, self.hands, self.names, self.all, self.have = visits, hands, names, takes_all, have
 
 
 def refuted(state, table: Table, free: np.ndarray, claims: list, positions: np.ndarray) -> np.ndarray:
     """Per node: True where the allocator's search surely fails with "cannot allocate all claims"."""
+    return outcomes(state, table, free, claims, positions)[0]
+
+
+def outcomes(state, table: Table, free: np.ndarray, claims: list, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, (the search surely fails with "cannot allocate all claims", the search surely runs out of
+    its step budget first: "timed out trying to allocate devices")."""
     k = len(positions)
     out = np.zeros(k, dtype=bool)
     if not claims or any(claim_limit_error(c) for c in claims):
-        return out
+        return out, out
     entries, local = table.at(positions)
     free = free[entries]
     size = table.size[positions].astype(np.float64)
     unsure = table.invalid[positions].copy()
+    unbounded = np.zeros(k, dtype=bool)  # the steps may pass the budget
     slots: list[tuple[int, list[_Alt]]] = []
     reached = np.ones(k, dtype=bool)  # the search may reach this slot: no slot before it is infeasible
     for c, claim in enumerate(claims):
@@ -82,12 +89,12 @@ def refuted(state, table: Table, free: np.ndarray, claims: list, positions: np.n
                 unsure |= reached & (np.bincount(local[visible & (sel == ERROR)], minlength=k) > 0)
                 usable = visible & passing
                 have = np.bincount(local[usable], minlength=k)
-                unsure |= have > _WIDEST
+                unbounded |= have > _WIDEST
                 have = np.minimum(have, _WIDEST)
                 count = min(alt.count, CLAIM_LIMIT + 1)  # more: never filled (the claim limit), left alone
                 unsure |= alt.count > CLAIM_LIMIT
                 alts.append(_Alt(usable, np.full(k, count), have >= count, _PARTIAL[have, count] * size,
-                                 _CHOOSE[have, count], names, False))
+                                 _CHOOSE[have, count], names, False, have))
             slots.append((c, alts))
             reached &= np.logical_or.reduce([a.feasible for a in alts])
     # The search's steps: every slot reached, every alternative tried there.
@@ -95,11 +102,35 @@ def refuted(state, table: Table, free: np.ndarray, claims: list, positions: np.n
     for _, alts in slots:
         steps += reach * sum(a.visits for a in alts)
         reach = np.minimum(reach * sum(a.hands for a in alts), 1e30)
-    unsure |= steps > allocator.SEARCH_BUDGET  # read when asked (tests lower it)
+    unbounded |= steps > allocator.SEARCH_BUDGET  # read when asked (tests lower it)
     out |= _short(slots, local, k, np.arange(k))
     for c in range(len(claims)):
         out |= _no_shared_value(table, entries, local, k, [alts for owner, alts in slots if owner == c])
-    return out & ~unsure
+    out &= ~unsure
+    return out & ~unbounded, out & (_fewest_steps(slots, size, k) > allocator.SEARCH_BUDGET)
+
+
+def _fewest_steps(slots: list, size: np.ndarray, k: int) -> np.ndarray:
+    """Per node, at least how many steps a search that fails takes: it tries every alternative at every
+    visit of a slot, an ExactCount one passing over all the node's devices at least once (while the claim
+    holds fewer than the claim limit), and hands the next slot at least C(usable - taken, count) choices of
+    an unconstrained ExactCount alternative (however many devices the earlier slots took of its own)."""
+    visits, steps, taken = np.ones(k), np.zeros(k), np.zeros(k, dtype=np.int64)
+    held: dict[int, np.ndarray] = {}  # per claim, the most devices it may hold already
+    for c, alts in slots:
+        before = held.get(c, np.zeros(k, dtype=np.int64))
+        scans = sum(1 for a in alts if not a.all)
+        steps += np.where(before < CLAIM_LIMIT, visits * scans * size, 0.0)
+        choices = np.zeros(k)
+        for a in alts:
+            if not a.all and not a.names:
+                left = np.clip(a.have - taken, 0, _WIDEST)
+                choices += np.where(before + a.need <= CLAIM_LIMIT, _CHOOSE[left, a.need], 0.0)
+        visits = np.minimum(visits * choices, 1e30)
+        most = np.max([a.need for a in alts], axis=0)
+        taken += most
+        held[c] = before + most
+    return steps
 
 
 def _short(slots: list, group: np.ndarray, g: int, node: np.ndarray, only: np.ndarray | None = None) -> np.ndarray:
