@@ -6,7 +6,7 @@ import the Kubernetes client's side of discovery.
 
 from __future__ import annotations
 
-from importlib import import_module
+from gpufleet.lazy import names_on_first_use
 
 _WHERE = {
     "ClusterSource": "kubernetes", "FileCluster": "kubernetes", "KubeconfigCluster": "kubernetes",
@@ -15,11 +15,4 @@ _WHERE = {
 }
 
 __all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_on_first_use(__name__, _WHERE)
