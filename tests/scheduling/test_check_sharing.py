@@ -122,3 +122,39 @@ def test_random_dra_clusters_get_the_same_answers_shared_as_asked_on_every_node(
         patch.setattr(claims.DraState, "tried", lambda state, needs: _EveryNode(state, needs))
         plain = _everything(check_workloads(nodes, [], manifests))
     assert shared == plain
+
+
+def test_nodes_alike_in_all_constrained_values_together_but_not_in_each_are_told_apart():
+    """Two constraints on different requests compare one attribute each: node a's first two devices share a
+    PCIe root, node b's do not, though on both every device's (root, product) pair differs from the others."""
+    v1 = "resource.k8s.io/v1"
+    klass = {"apiVersion": v1, "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+
+    def slice_(node: str, devices: list[tuple[str, str]]) -> dict:
+        return {"apiVersion": v1, "kind": "ResourceSlice", "metadata": {"name": node}, "spec": {
+            "driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                  "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}", "attributes": {"resource.kubernetes.io/pcieRoot": {"string": root},
+                                                            "productName": {"string": product}}}
+                        for i, (root, product) in enumerate(devices)]}}
+
+    def template(name: str, count: int, attribute: str) -> dict:
+        return {"apiVersion": v1, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": "ml"},
+                "spec": {"spec": {"devices": {
+                    "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}],
+                    "constraints": [{"matchAttribute": attribute}]}}}}
+
+    nodes = [{"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+              "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}} for name in ("a", "b")]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {
+        "resourceClaims": [{"name": "pair", "resourceClaimTemplateName": "pair"},
+                           {"name": "one", "resourceClaimTemplateName": "one"}],
+        "containers": [{"name": "c", "image": "x"}]}}
+    manifests = [klass, slice_("b", [("p1", "X"), ("p2", "Y"), ("p3", "Z")]),
+                 slice_("a", [("p1", "X"), ("p1", "Y"), ("p3", "Z")]),
+                 template("pair", 2, "resource.kubernetes.io/pcieRoot"), template("one", 1, "gpu.nvidia.com/productName"),
+                 pod]
+    for _ in range(5):  # ties between the two nodes are broken at random: each run may ask b first
+        result = check_workloads(nodes, [], manifests)
+        assert result.placements == [("Pod/ml/p", "a", 1)]

@@ -140,20 +140,9 @@ class Table:
         if found is None:
             paths, names = what
             seen = self.kinds(ask, paths)
-            rank = np.full(len(self.keys), -1, dtype=np.int64)
-            if names and len(self.keys):
-                values = self.values(names)
-                valued = np.flatnonzero(values >= 0)
-                width = max(int(values.max()) + 1, 1)
-                pairs, first, inverse = np.unique(self.owner[valued] * width + values[valued], return_index=True,
-                                                  return_inverse=True)
-                order = np.argsort(valued[first], kind="stable")  # a node's values by first appearance
-                by_appearance = np.empty(len(pairs), dtype=np.int64)
-                by_appearance[order] = np.arange(len(pairs))
-                node_of = pairs // width
-                firsts = np.searchsorted(node_of[order], node_of)  # the node's first value, in that order
-                rank[valued] = (by_appearance - firsts)[inverse.reshape(-1)]
-            entry = seen * (int(rank.max(initial=-1)) + 2) + rank + 1  # rank < the node's devices
+            # Per constrained attribute on its own (each constraint compares one): per device, the rank
+            # of its value among the node's values in order of first appearance.
+            entry = _combined([seen, *(self._ranks(name) for name in names)])
             n, widest = len(self.size), min(int(self.size.max()) if len(self.size) else 0, _WIDEST)
             grid = np.full((n, widest + 4), -1, dtype=np.int64)
             column = np.arange(len(self.keys)) - self.start[self.owner]
@@ -165,6 +154,25 @@ class Table:
             grid[:, widest + 3] = np.where(self.size > widest, np.arange(n), -1)  # more devices: a look of its own
             found = self._fixed[what] = rows(grid)
         return found
+
+    def _ranks(self, name: str) -> np.ndarray:
+        """Per entry, the rank of its device's value of one attribute among the values of its node's devices
+        by first appearance (equal values on a node, equal ranks); -1 without the attribute."""
+        rank = np.full(len(self.keys), -1, dtype=np.int64)
+        values = self.values((name,))
+        valued = np.flatnonzero(values >= 0)
+        if not len(valued):
+            return rank
+        width = int(values.max()) + 1
+        pairs, first, inverse = np.unique(self.owner[valued] * width + values[valued], return_index=True,
+                                          return_inverse=True)
+        order = np.argsort(valued[first], kind="stable")  # a node's values by first appearance
+        by_appearance = np.empty(len(pairs), dtype=np.int64)
+        by_appearance[order] = np.arange(len(pairs))
+        node_of = pairs // width
+        firsts = np.searchsorted(node_of[order], node_of)  # the node's first value, in that order
+        rank[valued] = (by_appearance - firsts)[inverse.reshape(-1)]
+        return rank
 
     def _fields(self) -> list[dict]:
         """Per entry, its device's fields by CEL path (where, domain, id) as written in the slice; a field
