@@ -96,11 +96,12 @@ class DraState:
         """Node positions (`attach`), each time a device the node can reach is taken or freed (this run's)."""
         self._reach: dict[tuple[str, str, str], list[int]] = {}
         self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
-        self._look_ids: dict[tuple, LookIds] = {}  # relevance -> looks' ids (shared by the runs)
+        self._look_ids: dict[bytes, LookIds] = {}  # split of the nodes -> looks' ids (shared by the runs)
         self._device_keys: dict[int, list] = {}
         self._fields: dict[tuple, dict] = {}  # device -> CEL path -> what an expression sees there
         self._on: dict[str, np.ndarray] = {}  # node selector -> per node: 0 not known, 1 matches, 2 does not
         self._looks: dict[tuple, Looks] = {}  # relevance -> per node, its look's id (one run's)
+        self._looks_by_split: dict[bytes, Looks] = {}
         self._signatures: dict[int, tuple[dict, str]] = {}
         self._slices_of: dict[str, list[tuple[int, dict]]] | None = None
 
@@ -114,7 +115,7 @@ class DraState:
         twin._bits_synced = self._bits_synced
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         twin.nodes, twin.changed, twin._reach, twin.index = self.nodes, list(self.changed), self._reach, self.index
-        twin._verdicts, twin._look_ids, twin._looks = self._verdicts, self._look_ids, {}
+        twin._verdicts, twin._look_ids, twin._looks, twin._looks_by_split = self._verdicts, self._look_ids, {}, {}
         twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
         return twin
@@ -200,9 +201,17 @@ class DraState:
         return NodeOutcomes(self, needs, verdicts)
 
     def looks(self, what: tuple) -> Looks:
+        """The looks of the nodes for claims of this relevance. Relevances that split the nodes alike (a
+        fleet's hundreds of claim shapes split it a dozen ways) share one: the same look, the same answer."""
         found = self._looks.get(what)
         if found is None:
-            found = self._looks[what] = Looks(self, what, self._look_ids.setdefault(what, LookIds()))
+            ask = Allocator(self.objects.classes, [], set(), self._selected, self._activations, self._outcomes)
+            fixed = self.table().fixed(ask, what)
+            split = fixed.tobytes()  # canonical: ids by first appearance
+            found = self._looks_by_split.get(split)
+            if found is None:
+                found = self._looks_by_split[split] = Looks(self, fixed, self._look_ids.setdefault(split, LookIds()))
+            self._looks[what] = found
         return found
 
     def _signature(self, spec: dict) -> str:

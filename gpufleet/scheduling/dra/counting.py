@@ -152,7 +152,11 @@ class Table:
             grid[:, widest + 1] = self.invalid
             grid[:, widest + 2] = self.incomplete
             grid[:, widest + 3] = np.where(self.size > widest, np.arange(n), -1)  # more devices: a look of its own
-            found = self._fixed[what] = rows(grid)
+            ids = rows(grid)
+            firsts = np.unique(ids, return_index=True)[1]  # renumbered by first appearance: equal splits of
+            renumber = np.empty(len(firsts), dtype=np.int64)  # the nodes, equal arrays
+            renumber[np.argsort(firsts)] = np.arange(len(firsts))
+            found = self._fixed[what] = renumber[ids]
         return found
 
     def _ranks(self, name: str) -> np.ndarray:

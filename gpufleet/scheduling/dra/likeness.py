@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpufleet.scheduling.dra.allocator import Allocator, Claim, alternatives, requests_of
+from gpufleet.scheduling.dra.allocator import Claim, alternatives, requests_of
 from gpufleet.scheduling.dra.cel import reads
 from gpufleet.scheduling.dra.counting import rows
 
@@ -47,13 +47,12 @@ def relevance(claims: list[Claim], classes: dict[str, dict]) -> tuple:
 
 
 class Looks:
-    """Per node position, an id of its look for one relevance (equal ids, equal looks), kept up to date with
-    the nodes whose devices changed (one run's); the ids are shared by the runs."""
+    """Per node position, an id of its look for one relevance (equal ids, equal looks): its fixed part
+    (`Table.fixed`) and its free devices, kept up to date with the nodes whose devices changed (one run's);
+    the ids are shared by the runs."""
 
-    def __init__(self, state, what: tuple, shared: "Shared"):
-        self.state, self.what, self.shared = state, what, shared
-        ask = Allocator(state.objects.classes, [], set(), state._selected, state._activations, state._outcomes)
-        self.fixed = state.table().fixed(ask, what)
+    def __init__(self, state, fixed: np.ndarray, shared: "Shared"):
+        self.state, self.fixed, self.shared = state, fixed, shared
         self.id = np.zeros(len(state.nodes), dtype=np.int64)
         self.synced = -1  # how much of `state.changed` the ids have seen; -1: none taken yet
 
