@@ -7,7 +7,6 @@ options defined here are shared by `check` and `report`.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -86,6 +85,8 @@ def discover(*, kubeconfig: Path | None = None, context: str | None = None, node
     if dra and nodes is None:
         raise InputError("--dra goes with --nodes (--kubeconfig reads the DRA objects from the cluster)")
     if nvml:
+        import socket
+
         return capacity_from_nvml(inventory or NvmlInventory(), socket.gethostname())
     if nodes is not None:
         source = cluster or FileCluster(nodes, pods, tuple(dra or ()))

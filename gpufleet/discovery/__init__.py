@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpufleet.lazy import names_on_first_use
 
 _WHERE = {
-    "ClusterSource": "kubernetes", "FileCluster": "kubernetes", "KubeconfigCluster": "kubernetes",
+    "ClusterSource": "kubernetes", "FileCluster": "kubernetes", "KubeconfigCluster": "live",
     "NullCluster": "kubernetes", "GpuInventory": "nvml", "NullInventory": "nvml", "NvmlInventory": "nvml",
     "GpuDevice": "types", "GpuFacts": "types", "MigInstance": "types",
 }

@@ -11,11 +11,19 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from gpufleet.discovery.live import NON_TERMINAL, KubeconfigCluster
 from gpufleet.errors import InputError, one_line
 
-__all__ = ["NON_TERMINAL", "ClusterSource", "FileCluster", "KubeconfigCluster", "NullCluster", "list_items",
+__all__ = ["ClusterSource", "FileCluster", "NullCluster", "list_items",
            "read_dra", "read_json", "read_list"]
+
+
+def __getattr__(name: str):
+    """The live cluster's names load with it, on first use: reading files needs none of them."""
+    if name in ("NON_TERMINAL", "KubeconfigCluster"):
+        from gpufleet.discovery import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ClusterSource(Protocol):
