@@ -1,4 +1,4 @@
-"""Nodes where the structured allocator surely fails ("cannot allocate all claims"), told without running it.
+"""Nodes where the structured allocator surely fails, or surely runs out of steps, told without running it.
 
 The allocator (gpufleet.scheduling.dra.allocator) fills slots, every request of every claim in order, each
 with the first of its alternatives that fits, and backtracks over all of them; `taken` keeps one device out
@@ -13,9 +13,12 @@ of two slots. A node is refuted, for claims of any shape, when no assignment can
 A failing search returns "cannot allocate" only when it ends before the step budget and raises nothing
 first. The steps are bounded from the node's counts: an alternative taking `count` of `usable` devices
 visits at most sum(C(usable, j), j < count) partial choices, each a pass over the node's devices, and
-hands at most C(usable, count) choices to the next slot. A node where that bound passes the budget, or
-where the search could raise the filter's error (an invalid pool, a selector failing on a free device, an
-All request's checks, a constraint an All request may break), is left to the allocator.
+hands at most C(usable, count) choices to the next slot. Where instead the search surely passes the budget
+before it fails, the answer is the scheduler's timeout ("timed out trying to allocate devices"): at every
+visit of a slot it passes over all the node's devices at least once per ExactCount alternative, and hands
+the next slot at least C(usable - taken, count) choices of an unconstrained one. A node where neither
+bound decides, or where the search could raise the filter's error (an invalid pool, a selector failing on
+a free device, an All request's checks, a constraint an All request may break), is left to the allocator.
 """
 
 from __future__ import annotations
