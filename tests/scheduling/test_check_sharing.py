@@ -153,7 +153,8 @@ def test_nodes_alike_in_all_constrained_values_together_but_not_in_each_are_told
         "containers": [{"name": "c", "image": "x"}]}}
     manifests = [klass, slice_("b", [("p1", "X"), ("p2", "Y"), ("p3", "Z")]),
                  slice_("a", [("p1", "X"), ("p1", "Y"), ("p3", "Z")]),
-                 template("pair", 2, "resource.kubernetes.io/pcieRoot"), template("one", 1, "gpu.nvidia.com/productName"),
+                 template("pair", 2, "resource.kubernetes.io/pcieRoot"),
+                 template("one", 1, "gpu.nvidia.com/productName"),
                  pod]
     for _ in range(5):  # ties between the two nodes are broken at random: each run may ask b first
         result = check_workloads(nodes, [], manifests)

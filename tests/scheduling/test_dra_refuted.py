@@ -43,7 +43,8 @@ roomy = st.fixed_dictionaries({
     "memory": st.sampled_from(("40Gi", "80Gi")), "busy": st.integers(0, 4).map(lambda n: n == 0)})
 alternative = st.fixed_dictionaries({
     "class": st.sampled_from(("gpu", "mig")), "all": st.integers(0, 5).map(lambda n: n == 0),
-    "count": st.integers(1, 4), "selector": st.sampled_from(SELECTORS), "admin": st.integers(0, 9).map(lambda n: n == 0)})
+    "count": st.integers(1, 4), "selector": st.sampled_from(SELECTORS),
+    "admin": st.integers(0, 9).map(lambda n: n == 0)})
 request = st.lists(alternative, min_size=1, max_size=3)
 claim = st.fixed_dictionaries({"requests": st.lists(request, min_size=1, max_size=3), "same_root": st.booleans(),
                                "scoped": st.booleans()})

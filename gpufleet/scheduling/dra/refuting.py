@@ -53,7 +53,8 @@ def refuted(state, table: Table, free: np.ndarray, claims: list, positions: np.n
     return outcomes(state, table, free, claims, positions)[0]
 
 
-def outcomes(state, table: Table, free: np.ndarray, claims: list, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def outcomes(state, table: Table, free: np.ndarray, claims: list,
+             positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per node, (the search surely fails with "cannot allocate all claims", the search surely runs out of
     its step budget first: "timed out trying to allocate devices")."""
     k = len(positions)
