@@ -13,7 +13,7 @@ from gpufleet.capacity.files import CAPACITY_SOURCES
 from gpufleet.capacity.model import Capacity
 from gpufleet.scheduling import check_workloads
 from gpufleet.scheduling.result import CheckResult
-from policies._common import PACK_DIR, StackRef
+from policies._common import PACK_DIR, StackRef, load_stack_config, stack_ref
 
 SOURCES = tuple(CAPACITY_SOURCES)
 
@@ -80,6 +80,14 @@ def load_capacity(config: dict, cfg, ref: StackRef | None) -> Capacity:
     except GpufleetError as e:
         raise CapacityUnavailable(str(e)) from e
     raise CapacityUnavailable(f"unknown capacitySource '{source}'; allowed: {', '.join(SOURCES)}")
+
+
+def plan_capacity(args, config: dict) -> tuple[Capacity, object]:
+    """The capacity a pack run checks against, and the stack config it was planned from (None without one).
+    Raises CapacityUnavailable."""
+    ref = stack_ref(config, args.resources[0].urn if args.resources else None)
+    cfg = load_stack_config(ref)
+    return load_capacity(config, cfg, ref), cfg
 
 
 def manifests_to_check(capacity: Capacity, cfg, claims: list[dict], workloads: list[dict]) -> list[dict]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pulumi_policy import StackValidationArgs
 
-from policies._capacity import CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity
-from policies._common import POD_SPEC_PATHS, config_of, each_known, load_stack_config, stack_ref
+from policies._capacity import CapacityUnavailable, check_fit, extended_resource_toleration, plan_capacity
+from policies._common import POD_SPEC_PATHS, config_of, each_known
 from policies.gpu_capacity_fit import manifest_of
 
 KIND = {"inference": "Deployment", "notebook": "Deployment", "job": "Job"}
@@ -33,10 +33,8 @@ def report_model_verdicts(args: StackValidationArgs, report_violation, refusals:
     if not manifests:
         return
     urns = {key: urn for key, _, urn in manifests}
-    ref = stack_ref(config, args.resources[0].urn if args.resources else None)
-    cfg = load_stack_config(ref)
     try:
-        capacity = load_capacity(config, cfg, ref)
+        capacity, cfg = plan_capacity(args, config)
     except CapacityUnavailable:
         return  # gpu-capacity-fit reports an unusable capacity source
     if capacity.source == "stack" and cfg is not None:

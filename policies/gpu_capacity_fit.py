@@ -14,12 +14,11 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity,
-    manifests_to_check,
+    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, extended_resource_toleration,
+    manifests_to_check, plan_capacity,
 )
 from policies._common import (
-    NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, load_stack_config,
-    pod_spec, quantity, stack_ref,
+    NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, pod_spec, quantity,
 )
 
 
@@ -79,11 +78,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     gpu_workloads = [w for w in workloads if w[3]]
     if not workloads:
         return
-    urn = args.resources[0].urn if args.resources else None
-    ref = stack_ref(config, urn)
-    cfg = load_stack_config(ref)
     try:
-        capacity = load_capacity(config, cfg, ref)
+        capacity, cfg = plan_capacity(args, config)
     except CapacityUnavailable as e:
         if gpu_workloads:
             report_violation(f"Cannot check {len(gpu_workloads)} GPU workload(s) against capacity: {e}; expected a "

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CAPACITY_PROPERTIES, CapacityUnavailable, check_fit, extended_resource_toleration, load_capacity,
+    CAPACITY_PROPERTIES, CapacityUnavailable, check_fit, extended_resource_toleration, plan_capacity,
 )
-from policies._common import STACK_CONFIG_PROPERTIES, config_of, load_stack_config, stack_ref
+from policies._common import STACK_CONFIG_PROPERTIES, config_of
 from policies._model import deployed_pods
 
 #: Seeded runs per service: a plan-time estimate (`gpufleet headroom` takes the median of more).
@@ -36,10 +36,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     services = [(key, m, urn) for key, m, urn in manifests if m.get("kind") == "Deployment" and _gpus(m)]
     if not services:
         return
-    ref = stack_ref(config, args.resources[0].urn if args.resources else None)
-    cfg = load_stack_config(ref)
     try:
-        capacity = load_capacity(config, cfg, ref)
+        capacity, cfg = plan_capacity(args, config)
     except CapacityUnavailable:
         return  # gpu-capacity-fit reports an unusable capacity source
     from gpufleet.scheduling.headroom import headroom
