@@ -94,6 +94,19 @@ def missing_class(claims: list[Claim], classes: dict[str, dict]) -> str | None:
     return None
 
 
+def constraints_on(claim: Claim, alt: Alternative) -> list[tuple[int, str]]:
+    """The claim's `matchAttribute` constraints (index, attribute) that apply to this alternative: those
+    naming no requests, its request, or (for a firstAvailable subrequest) its parent request."""
+    parent = alt.request.split("/", 1)[0]
+    found = []
+    for i, constraint in enumerate((claim.spec.get("devices") or {}).get("constraints") or ()):
+        scope = constraint.get("requests") or []
+        name = constraint.get("matchAttribute")
+        if name and (not scope or parent in scope or alt.request in scope):
+            found.append((i, name))
+    return found
+
+
 def claim_limit_error(claim: Claim) -> str | None:
     wanted = sum(alt.count for r in requests_of(claim) for alt in alternatives(r)[:1] if not alt.all)
     if wanted > CLAIM_LIMIT:
@@ -236,17 +249,10 @@ class Allocator:
         return False
 
     def _constraints(self, claim: Claim, alt: Alternative) -> list[tuple[int, str]]:
-        """The claim's `matchAttribute` constraints (index, attribute) that apply to this alternative."""
         key = (id(claim), alt)
         found = self._scopes.get(key)
         if found is None:
-            parent = alt.request.split("/", 1)[0]
-            found = self._scopes[key] = []
-            for i, constraint in enumerate((claim.spec.get("devices") or {}).get("constraints") or ()):
-                scope = constraint.get("requests") or []
-                name = constraint.get("matchAttribute")
-                if name and (not scope or parent in scope or alt.request in scope):
-                    found.append((i, name))
+            found = self._scopes[key] = constraints_on(claim, alt)
         return found
 
     def _fits(self, device: Device, claim: Claim, alt: Alternative, c: int, fixed) -> list[int] | None:

@@ -21,7 +21,6 @@ from gpufleet.scheduling.dra.counting import Table, countable, counted
 from gpufleet.scheduling.dra.descent import passes
 from gpufleet.scheduling.dra.refuting import outcomes
 from gpufleet.scheduling.dra.likeness import Looks, relevance
-from gpufleet.scheduling.dra.likeness import Shared as LookIds
 from gpufleet.scheduling.dra.pools import Pool, node_pools
 from gpufleet.scheduling.filters import node_selector_matches
 
@@ -96,9 +95,7 @@ class DraState:
         """Node positions (`attach`), each time a device the node can reach is taken or freed (this run's)."""
         self._reach: dict[tuple[str, str, str], list[int]] = {}
         self._verdicts: dict[tuple, Verdicts] = {}  # claim specs -> the allocator's answer per look
-        self._look_ids: dict[bytes, LookIds] = {}  # split of the nodes -> looks' ids (shared by the runs)
-        self._device_keys: dict[int, list] = {}
-        self._fields: dict[tuple, dict] = {}  # device -> CEL path -> what an expression sees there
+        self._look_ids: dict[bytes, dict] = {}  # split of the nodes -> (fixed part, free bits) -> look id (all runs')
         self._on: dict[str, np.ndarray] = {}  # node selector -> per node: 0 not known, 1 matches, 2 does not
         self._looks: dict[tuple, Looks] = {}  # relevance -> per node, its look's id (one run's)
         self._looks_by_split: dict[bytes, Looks] = {}
@@ -116,7 +113,7 @@ class DraState:
         twin.shared = {k: Shared(s.selector, list(s.devices), s.consumers) for k, s in self.shared.items()}
         twin.nodes, twin.changed, twin._reach, twin.index = self.nodes, list(self.changed), self._reach, self.index
         twin._verdicts, twin._look_ids, twin._looks, twin._looks_by_split = self._verdicts, self._look_ids, {}, {}
-        twin._device_keys, twin._fields, twin._on = self._device_keys, self._fields, self._on
+        twin._on = self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
         return twin
 
@@ -130,13 +127,6 @@ class DraState:
             for pool in self.pools(node):
                 for d in pool.devices:
                     self._reach.setdefault(d.key, []).append(i)
-
-    def device_keys(self, pos: int) -> list[tuple[str, str, str]]:
-        """The keys of the devices node `pos` reaches, in the allocator's order."""
-        found = self._device_keys.get(pos)
-        if found is None:
-            found = self._device_keys[pos] = [d.key for p in self.pools(self.nodes[pos]) for d in p.devices]
-        return found
 
     def pools(self, node: Node) -> list[Pool]:
         found = self._pools.get(node.name)
@@ -210,7 +200,7 @@ class DraState:
             split = fixed.tobytes()  # canonical: ids by first appearance
             found = self._looks_by_split.get(split)
             if found is None:
-                found = self._looks_by_split[split] = Looks(self, fixed, self._look_ids.setdefault(split, LookIds()))
+                found = self._looks_by_split[split] = Looks(self, fixed, self._look_ids.setdefault(split, {}))
             self._looks[what] = found
         return found
 

@@ -19,13 +19,13 @@ import numpy as np
 from gpufleet.scheduling.dra import allocator
 from gpufleet.scheduling.dra.cel import CelError, reads
 from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, Allocator, Alternative, FilterError, _lookup,
-                                               alternatives, claim_limit_error, requests_of)
+                                               alternatives, claim_limit_error, constraints_on, requests_of)
 
 
 #: Per device of a node: the selectors pass, reject, or fail on it.
 PASS, REJECT, ERROR = 1, 0, 2
 #: Nodes with more devices than this have a fixed part of their own (`Table.fixed`).
-_WIDEST = 128
+_FIXED_WIDTH = 128
 
 
 def countable(needs) -> list[list[tuple[Alternative, tuple[str, ...]]]] | None:
@@ -36,19 +36,12 @@ def countable(needs) -> list[list[tuple[Alternative, tuple[str, ...]]]] | None:
     for claim, _ in needs.allocate:
         if claim_limit_error(claim):
             return None
-        constraints = (claim.spec.get("devices") or {}).get("constraints") or ()
         for request in requests_of(claim):
             alts = alternatives(request)
             if not alts or any(a.admin or not (a.all or 1 <= a.count <= CLAIM_LIMIT) for a in alts):
                 return None
-            slot = []
-            for alt in alts:
-                parent = alt.request.split("/", 1)[0]
-                names = [c.get("matchAttribute") for c in constraints
-                         if c.get("matchAttribute") and (not c.get("requests") or parent in c["requests"]
-                                                         or alt.request in c["requests"])]
-                slot.append((alt, tuple(dict.fromkeys(names))))
-            slots.append(slot)
+            slots.append([(alt, tuple(dict.fromkeys(name for _, name in constraints_on(claim, alt))))
+                          for alt in alts])
     if not slots:
         return None
     if len(slots) > 1 and (len(slots) > 4 or any(len(slot) != 1 or slot[0][0].all or slot[0][1] for slot in slots)):
@@ -143,7 +136,7 @@ class Table:
             # Per constrained attribute on its own (each constraint compares one): per device, the rank
             # of its value among the node's values in order of first appearance.
             entry = _combined([seen, *(self._ranks(name) for name in names)])
-            n, widest = len(self.size), min(int(self.size.max()) if len(self.size) else 0, _WIDEST)
+            n, widest = len(self.size), min(int(self.size.max()) if len(self.size) else 0, _FIXED_WIDTH)
             grid = np.full((n, widest + 4), -1, dtype=np.int64)
             column = np.arange(len(self.keys)) - self.start[self.owner]
             kept = column < widest

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpufleet.scheduling.dra import allocator
-from gpufleet.scheduling.dra.allocator import CLAIM_LIMIT, alternatives, claim_limit_error, requests_of
+from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on,
+                                               requests_of)
 from gpufleet.scheduling.dra.counting import ERROR, PASS, Table
-from gpufleet.scheduling.dra.refuting import _PARTIAL, _WIDEST
+from gpufleet.scheduling.dra.refuting import PARTIAL, USABLE_MAX
 
 
 def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.ndarray) -> np.ndarray:
@@ -44,7 +45,6 @@ def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.nd
     taken = np.zeros(len(entries), dtype=bool)
     steps = np.zeros(k)
     for claim in claims:
-        constraints = (claim.spec.get("devices") or {}).get("constraints") or ()
         picked = np.zeros(k, dtype=np.int64)
         fixed: dict[int, np.ndarray] = {}  # constraint index -> per node the value id it fixed (-1: none yet)
         for request in requests_of(claim):
@@ -54,9 +54,7 @@ def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.nd
                 if not todo.any():
                     break
                 sel = table.selected(state, alt, claim)[entries]
-                parent = alt.request.split("/", 1)[0]
-                scope = [(i, x["matchAttribute"]) for i, x in enumerate(constraints) if x.get("matchAttribute") and (
-                    not x.get("requests") or parent in x["requests"] or alt.request in x["requests"])]
+                scope = constraints_on(claim, alt)
                 passing = sel == PASS
                 if alt.all:
                     if scope:  # taking them may break a constraint: the filter's error
@@ -75,7 +73,7 @@ def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.nd
                 todo &= alive
                 usable = visible & ~taken & passing
                 have = np.bincount(local[usable], minlength=k)
-                if alt.count > CLAIM_LIMIT or bool((have[todo] > _WIDEST).any()):
+                if alt.count > CLAIM_LIMIT or bool((have[todo] > USABLE_MAX).any()):
                     alive &= ~todo
                     continue
                 count = alt.count
@@ -95,7 +93,7 @@ def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.nd
                 got = np.bincount(local[take], minlength=k)
                 ok = todo & (got >= count) & (picked + count <= CLAIM_LIMIT)
                 take &= ok[local]
-                bound = _PARTIAL[np.minimum(have, _WIDEST), min(count, CLAIM_LIMIT + 1)] * size
+                bound = PARTIAL[np.minimum(have, USABLE_MAX), min(count, CLAIM_LIMIT + 1)] * size
                 steps += np.where(todo, np.where(ok & (not scope), size, bound), 0.0)
                 taken |= take
                 picked += np.where(ok, count, 0)

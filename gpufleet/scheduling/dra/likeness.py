@@ -51,8 +51,8 @@ class Looks:
     (`Table.fixed`) and its free devices, kept up to date with the nodes whose devices changed (one run's);
     the ids are shared by the runs."""
 
-    def __init__(self, state, fixed: np.ndarray, shared: "Shared"):
-        self.state, self.fixed, self.shared = state, fixed, shared
+    def __init__(self, state, fixed: np.ndarray, ids: dict[tuple, int]):
+        self.state, self.fixed, self.ids = state, fixed, ids
         self.id = np.zeros(len(state.nodes), dtype=np.int64)
         self.synced = -1  # how much of `state.changed` the ids have seen; -1: none taken yet
 
@@ -69,7 +69,7 @@ class Looks:
         """Work out the looks of these nodes: the fixed part and the free devices as bits (as bytes past
         BITS devices), one id per distinct pair."""
         bits = self.state.free_bits(stale)
-        ids = self.shared.ids
+        ids = self.ids
         if len(stale) <= _FEW:
             self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in zip(self.fixed[stale].tolist(), bits.tolist())]
         else:
@@ -83,10 +83,3 @@ class Looks:
         for pos in stale[bits < 0].tolist():  # many devices: which are in use, as bytes
             mine = free[table.start[pos]:table.start[pos] + table.size[pos]]
             self.id[pos] = ids.setdefault((int(self.fixed[pos]), mine.tobytes()), len(ids))
-
-
-class Shared:
-    """The ids of looks for one relevance, shared by the runs."""
-
-    def __init__(self) -> None:
-        self.ids: dict[tuple, int] = {}

@@ -28,15 +28,16 @@ from math import comb
 import numpy as np
 
 from gpufleet.scheduling.dra import allocator
-from gpufleet.scheduling.dra.allocator import CLAIM_LIMIT, alternatives, claim_limit_error, requests_of
+from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on,
+                                               requests_of)
 from gpufleet.scheduling.dra.counting import ERROR, PASS, Table
 
 #: Subsets of slots tried for Hall's condition: at most 2^_HALL_SLOTS - 1.
 _HALL_SLOTS = 6
-_WIDEST = 64  # usable devices counted exactly in the step bound; more leave the node to the allocator
-#: _CHOOSE[u, c] = C(u, c); _PARTIAL[u, c] = sum of C(u, j) for j < c.
-_CHOOSE = np.array([[float(comb(u, c)) for c in range(CLAIM_LIMIT + 2)] for u in range(_WIDEST + 1)])
-_PARTIAL = np.cumsum(np.concatenate((np.zeros((_WIDEST + 1, 1)), _CHOOSE[:, :-1]), axis=1), axis=1)
+USABLE_MAX = 64  # usable devices counted exactly in the step bound; more leave the node to the allocator
+#: CHOOSE[u, c] = C(u, c); PARTIAL[u, c] = sum of C(u, j) for j < c.
+CHOOSE = np.array([[float(comb(u, c)) for c in range(CLAIM_LIMIT + 2)] for u in range(USABLE_MAX + 1)])
+PARTIAL = np.cumsum(np.concatenate((np.zeros((USABLE_MAX + 1, 1)), CHOOSE[:, :-1]), axis=1), axis=1)
 
 
 class _Alt:
@@ -69,15 +70,11 @@ def outcomes(state, table: Table, free: np.ndarray, claims: list,
     slots: list[tuple[int, list[_Alt]]] = []
     reached = np.ones(k, dtype=bool)  # the search may reach this slot: no slot before it is infeasible
     for c, claim in enumerate(claims):
-        constraints = (claim.spec.get("devices") or {}).get("constraints") or ()
         for request in requests_of(claim):
             alts = []
             for alt in alternatives(request):
                 sel = table.selected(state, alt, claim)[entries]
-                parent = alt.request.split("/", 1)[0]
-                names = tuple(dict.fromkeys(
-                    x["matchAttribute"] for x in constraints if x.get("matchAttribute") and (
-                        not x.get("requests") or parent in x["requests"] or alt.request in x["requests"])))
+                names = tuple(dict.fromkeys(name for _, name in constraints_on(claim, alt)))
                 passing = sel == PASS
                 if alt.all:  # checked before any search: complete pools, selectors that evaluate everywhere
                     unsure |= table.incomplete[positions] | (np.bincount(local[sel == ERROR], minlength=k) > 0)
@@ -93,12 +90,12 @@ def outcomes(state, table: Table, free: np.ndarray, claims: list,
                 unsure |= reached & (np.bincount(local[visible & (sel == ERROR)], minlength=k) > 0)
                 usable = visible & passing
                 have = np.bincount(local[usable], minlength=k)
-                unbounded |= have > _WIDEST
-                have = np.minimum(have, _WIDEST)
+                unbounded |= have > USABLE_MAX
+                have = np.minimum(have, USABLE_MAX)
                 count = min(alt.count, CLAIM_LIMIT + 1)  # more: never filled (the claim limit), left alone
                 unsure |= alt.count > CLAIM_LIMIT
-                alts.append(_Alt(usable, np.full(k, count), have >= count, _PARTIAL[have, count] * size,
-                                 _CHOOSE[have, count], names, False, have))
+                alts.append(_Alt(usable, np.full(k, count), have >= count, PARTIAL[have, count] * size,
+                                 CHOOSE[have, count], names, False, have))
             slots.append((c, alts))
             reached &= np.logical_or.reduce([a.feasible for a in alts])
     # The search's steps: every slot reached, every alternative tried there.
@@ -128,8 +125,8 @@ def _fewest_steps(slots: list, size: np.ndarray, k: int) -> np.ndarray:
         choices = np.zeros(k)
         for a in alts:
             if not a.all and not a.names:
-                left = np.clip(a.have - taken, 0, _WIDEST)
-                choices += np.where(before + a.need <= CLAIM_LIMIT, _CHOOSE[left, a.need], 0.0)
+                left = np.clip(a.have - taken, 0, USABLE_MAX)
+                choices += np.where(before + a.need <= CLAIM_LIMIT, CHOOSE[left, a.need], 0.0)
         visits = np.minimum(visits * choices, 1e30)
         most = np.max([a.need for a in alts], axis=0)
         taken += most
