@@ -45,11 +45,12 @@ def _print_human(result: "CheckResult") -> None:
     if not result.unschedulable and not result.warnings:
         print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from gpufleet.cli._console import console as make_console
+
+    console = make_console()
     if result.unschedulable:
         refused = any(u.reason == "policy" for u in result.unschedulable)
         table = Table(title="Workloads that will not run" + (" or that the policy pack refuses" if refused else ""))
@@ -77,15 +78,20 @@ def _print_human(result: "CheckResult") -> None:
 
 
 def _print_blocked(console, blocked) -> None:
-    """Who holds the capacity a Pending workload needed, and the fix, wrapped and indented under it."""
+    """Who holds the capacity a Pending workload needed, and the fix, indented under it (wrapped at a
+    terminal's width, whole lines anywhere else)."""
     import textwrap
 
     from rich.text import Text
 
+    from gpufleet.cli._console import on_terminal
+
     for label, text in (("why", blocked.summary), ("fix", blocked.fix)):
-        wrapped = textwrap.fill(text, width=max(console.width, 40), initial_indent=f"  {label}: ",
-                                subsequent_indent="       ", break_on_hyphens=False)
-        console.print(Text(wrapped), highlight=False, soft_wrap=True)
+        line = f"  {label}: {text}"
+        if on_terminal():
+            line = textwrap.fill(text, width=max(console.width, 40), initial_indent=f"  {label}: ",
+                                 subsequent_indent="       ", break_on_hyphens=False, break_long_words=False)
+        console.print(Text(line), highlight=False, soft_wrap=True)
 
 
 def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, require_workloads: bool = True,

@@ -101,8 +101,9 @@ def _print_table(rows, as_json: bool) -> None:
     if not rows:
         print("No GPU nodes: no standard GPU shapes to probe.")
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from gpufleet.cli._console import console
 
     table = Table(title="How many more fit")
     for name in ("shape", "GPU taint tolerated", "instances", "range"):
@@ -111,4 +112,4 @@ def _print_table(rows, as_json: bool) -> None:
         low, high = h.instances_range
         table.add_row(shape.label, "yes" if shape.tolerates else "no", str(h.instances),
                       f"{low}-{high}" if low != high else "")
-    Console().print(table)
+    console().print(table)

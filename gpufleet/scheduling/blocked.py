@@ -41,31 +41,37 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     if running_here.any():
         blockers.append(Blocker(RUNNING, int(running_here.sum()), int(np.count_nonzero(running_here))))
     where = shape.memo("where", lambda: _describe(snap, eligible))
+    one_node = len(eligible) == 1
     w = workloads[index]
     too_big = shape.memo("too_big", lambda: _too_big(shape, snap))
     if too_big is not None:
         return Blocked(*too_big, tuple(blockers))
     need = _request(shape.requests) if shape.requests or not w.spec.get("resourceClaims") else "its claims' devices"
     if not held:
-        summary = f"the {where} it may use have too little free for its pods ({need} each)"
+        has = _verb(one_node, "has", "have")
+        summary = f"the {where} it may use {has} too little free for its pods ({need} each)"
         return Blocked(summary, _capacity_fix(w, outcome, need), tuple(blockers))
     listed = [b for b in blockers if b.workload != RUNNING]
     total, count = holders.total_before(index)
-    summary = f"the {where} it may use hold {total} pods of {_names(listed, count)}"
+    hold = _verb(one_node, "holds", "hold")
+    summary = f"the {where} it may use {hold} {total} pods of {_names(listed, count)}"
     loose = [b for b in listed if b.elsewhere]
     unselective = [b for (j, _, _), b in zip(held, listed) if not _selects(workloads[j], PRODUCT)]
     if loose:
         who = "they" if len(loose) == len(listed) else _names(loose)
-        tail = f", and select no {PRODUCT}" if all(b in unselective for b in loose) else ""
+        select = _verb(who != "they" and len(loose) == 1, "selects", "select")
+        tail = f", and {select} no {PRODUCT}" if all(b in unselective for b in loose) else ""
         summary += f"; {'all of them' if who == 'they' else who} could also run on other nodes{tail}"
         fix = (f"keep {'them' if who == 'they' else who} off these nodes: give them a nodeSelector (or required "
                f"node affinity) for the nodes they need, or taint these nodes and let only the workloads that need "
                f"them tolerate the taint")
     elif unselective and _selects(w, PRODUCT):
         who = "they" if len(unselective) == len(listed) else _names(unselective)
-        summary += f"; {'none of them selects' if who == 'they' else who + ' select no'} {PRODUCT}"
-        fix = (f"if {who} need not run here, taint these nodes and tolerate the taint only in {w.key}; else "
-               f"{_capacity_fix(w, outcome, need)}")
+        one = who != "they" and len(unselective) == 1
+        named = f"{who} {_verb(one, 'selects', 'select')} no"
+        summary += f"; {'none of them selects' if who == 'they' else named} {PRODUCT}"
+        fix = (f"if {who} {_verb(one, 'needs', 'need')} not run here, taint these nodes and tolerate the taint "
+               f"only in {w.key}; else {_capacity_fix(w, outcome, need)}")
     else:
         fix = _capacity_fix(w, outcome, need)
     return Blocked(summary, fix, tuple(blockers))
@@ -134,6 +140,11 @@ def _describe(snap: Snapshot, eligible: np.ndarray) -> str:
     if len(products) == 1 and products[0] >= 0:
         return f"{count} {snap.nodes[int(eligible[0])].labels[PRODUCT]} {noun}"
     return f"{count} {noun}"
+
+
+def _verb(one: bool, singular: str, plural: str) -> str:
+    """The verb that agrees with its subject: one thing, or several."""
+    return singular if one else plural
 
 
 def _names(blockers: Sequence[Blocker], total: int | None = None) -> str:

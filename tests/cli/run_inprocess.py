@@ -20,10 +20,18 @@ class Outcome:
     err: str
 
 
-def run(*args: object) -> Outcome:
+class _Terminal(io.StringIO):
+    """Standard output that says it is a terminal (its width comes from COLUMNS)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run(*args: object, terminal: bool = False) -> Outcome:
+    """`terminal`: standard output is a terminal, not a pipe (set TERM=dumb too, for no colour codes)."""
     from gpufleet.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = (_Terminal() if terminal else io.StringIO()), io.StringIO()
     code = 0
     with redirect_stdout(out), redirect_stderr(err), mock.patch.object(sys, "argv", ["gpufleet", *map(str, args)]):
         try:

@@ -131,12 +131,13 @@ def test_fractional_gpu_pod_is_rejected_with_both_api_server_errors(tmp_path):
 
 
 def test_table_never_cuts_names_so_that_two_rows_read_the_same(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal: the table folds its cells to fit
+    monkeypatch.setenv("TERM", "dumb")
     pods = "".join(
         f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: my-inference-server-with-a-long-name{i}, namespace: ml}}\n"
         f"spec: {{containers: [{{name: c, image: i, resources: {{limits: {{nvidia.com/gpu: 99}}}}}}]}}\n"
         for i in (2, 3))
-    r = run("check", "--nodes", NODES, write(tmp_path, "app.yaml", pods))
+    r = run("check", "--nodes", NODES, write(tmp_path, "app.yaml", pods), terminal=True)
     assert r.code == 1
     assert max(len(x) for x in r.out.splitlines()) <= 80
     rows: list[str] = []  # the workload column, a folded name joined again
