@@ -80,3 +80,22 @@ def test_the_role_grants_no_write_verb():
     assert verbs and verbs <= READ_VERBS
     assert all("*" not in rule.get(key, ()) for rule in role()["rules"]
                for key in ("verbs", "resources", "apiGroups", "nonResourceURLs"))
+
+
+def code_list(items) -> str:
+    return ", ".join(f"`{item}`" for item in items)
+
+
+def rule_line(rule: dict) -> str:
+    """How docs/discovery.md states one rule of the role, as a bullet."""
+    verbs = code_list(rule["verbs"])
+    if "nonResourceURLs" in rule:
+        return f"- {verbs} on the non-resource URL {code_list(rule['nonResourceURLs'])}"
+    groups = ", ".join("the core API group" if g == "" else f"`{g}`" for g in rule["apiGroups"])
+    return f"- {verbs} on {code_list(rule['resources'])} ({groups})"
+
+
+def test_the_discovery_doc_lists_every_rule_of_the_role_and_nothing_else():
+    section = (ROOT / "docs" / "discovery.md").read_text().split("## Read-only access")[1].split("\n## ")[0]
+    listed = [line for line in section.splitlines() if line.startswith("- `")]
+    assert listed == [rule_line(rule) for rule in role()["rules"]]
