@@ -66,8 +66,26 @@ def _with_context(parse_args):
     return parse
 
 
+def usage_metavar(param) -> str:
+    """An argument as a usage line names it: `NAME` when required, `[NAME]` when not, `...` after either when it
+    takes several (typer writes a required one `{NAME}` and drops the dots of a metavar). A metavar that already
+    spells its brackets or dots is kept as written."""
+    name = param.metavar or (param.name or "").upper()
+    if any(c in name for c in "[]{}") or name.endswith("..."):
+        return name
+    name += "..." if param.nargs != 1 else ""
+    return name if param.required else f"[{name}]"
+
+
 class Command(typer.core.TyperCommand):
     parse_args = _with_context(typer.core.TyperCommand.parse_args)
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            is_argument = param.param_type_name == "argument"
+            pieces += [usage_metavar(param)] if is_argument else param.get_usage_pieces(ctx)
+        return pieces
 
 
 def load_command(name: str):

@@ -36,7 +36,7 @@ def command(
                                          "GPUs per product, each MIG profile; with and without the GPU taint's "
                                          "toleration).")] = False,
     manifests: Annotated[Optional[list[Path]], typer.Argument(
-        metavar="[MANIFEST]...", help="Workloads placed first, exactly as `gpufleet check` places them.")] = None,
+        metavar="MANIFEST", help="Workloads placed first, exactly as `gpufleet check` places them.")] = None,
     nodes: NodesOption = None,
     pods: PodsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: instances, instancesRange, "

@@ -174,3 +174,23 @@ def test_missing_stack_file_names_the_stacks_that_exist(command, tmp_path):
     assert "Pulumi.nope.yaml: no such stack file; stacks here:" in result.stderr
     assert "dev" in result.stderr and "greed" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+#: The usage line of each command that takes arguments: several files are `NAME...`, optional ones bracketed.
+USAGE = {
+    "check": "Usage: gpufleet check [OPTIONS] MANIFEST...",
+    "validate": "Usage: gpufleet validate [OPTIONS] PATH...",
+    "headroom": "Usage: gpufleet headroom [OPTIONS] [MANIFEST...]",
+    "report": "Usage: gpufleet report [OPTIONS] [MANIFEST...]",
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_usage_line_says_how_many_arguments_a_command_takes(command):
+    from tests.cli.run_inprocess import run
+
+    first = run(command, "--help").out.splitlines()[0]
+    assert not set("{}") & set(first), first
+    assert first == USAGE.get(command, first)
+    if command == "memory":
+        assert first.startswith("Usage: gpufleet memory [OPTIONS] MODEL"), first
