@@ -14,22 +14,13 @@ from gpufleet.errors import InputError
 def _device(gpu: str | None, memory_mib: int | None, mig: str | None, mps: int | None):
     from gpufleet.capacity.model_fit import mig_instance, mps_slice, whole_gpu
     from gpufleet.nvidia.mig_profiles import profile_memory_mib
-    from gpufleet.nvidia.products import GpuProduct, match_products
+    from gpufleet.nvidia.products import GpuProduct
 
     if gpu is None and memory_mib is None:
         raise InputError("--gpu or --gpu-memory-mib is required: the GPU the server runs on")
-    product = None
-    if gpu is not None:
-        found = match_products(gpu)
-        if len(found) != 1:
-            from gpufleet.nvidia.products import PRODUCTS
-
-            options = ", ".join(p.key for p in (found or PRODUCTS.values()))
-            raise InputError(f"--gpu {gpu!r} names {'several' if found else 'no'} known GPU(s); expected one of: "
-                             f"{options} (or give --gpu-memory-mib)")
-        product = found[0]
+    product = _product(gpu, memory_mib) if gpu is not None else None
     if product is None:
-        product = GpuProduct("GPU", "GPU", memory_mib, (0, 0), "unknown")
+        product = GpuProduct(gpu or "GPU", gpu or "GPU", memory_mib, (0, 0), "unknown")
     if mig is not None:
         if mps is not None:
             raise InputError("--mig and --mps-replicas exclude each other (the device plugin shares whole GPUs "
@@ -47,14 +38,34 @@ def _device(gpu: str | None, memory_mib: int | None, mig: str | None, mps: int |
     return whole_gpu(product, total)
 
 
+def _product(gpu: str, memory_mib: int | None):
+    """The product --gpu names (whole words of a GFD product name); None for a name the tables do not know when
+    --gpu-memory-mib gives the memory. A name of several products, or an unknown one alone, is an InputError
+    listing what it could mean."""
+    from gpufleet.nvidia.products import PRODUCTS, match_products
+
+    found = match_products(gpu)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        options = ", ".join(f"{p.key} ({p.memory_mib} MiB)" for p in found)
+        raise InputError(f"--gpu {gpu!r} names {len(found)} GPUs: {options}; name one of them (more of its "
+                         "product name, e.g. the memory)")
+    if memory_mib is not None:
+        return None
+    raise InputError(f"--gpu {gpu!r} is no GPU gpufleet knows (a name must match whole words of one of: "
+                     f"{', '.join(PRODUCTS)}); for another GPU give --gpu-memory-mib N, its memory as "
+                     "nvidia-smi reports it")
+
+
 def command(
     model: Path = typer.Argument(..., metavar="MODEL", help="The model's config.json, or the checkpoint folder "
                                  "holding it (with model.safetensors.index.json for exact weight bytes)."),
     flags: list[str] = typer.Argument(None, metavar="[-- VLLM_FLAGS...]",
                                       help="The `vllm serve` flags, after `--` (e.g. -- --max-model-len 32768 "
                                            "--gpu-memory-utilization 0.95 -tp 2)."),
-    gpu: str = typer.Option(None, "--gpu", help="The GPU: a GFD product name (NVIDIA-H100-80GB-HBM3) or a unique "
-                            "part of one (H100-PCIe, 4090)."),
+    gpu: str = typer.Option(None, "--gpu", help="The GPU: a GFD product name (NVIDIA-H100-80GB-HBM3) or whole words "
+                            "of one that name it alone (H100-PCIe, 4090)."),
     gpu_memory_mib: int = typer.Option(None, "--gpu-memory-mib", min=1,
                                        help="The GPU's (or MIG instance's) memory as NVML reports it (nvidia-smi, "
                                             "or the GFD label nvidia.com/gpu.memory); default: the product's."),
@@ -134,15 +145,25 @@ def _as_json(served, device, a) -> dict:
             "kvCacheTokens": s.kv_tokens, "maxModelLen": served.args.max_model_len,
             "maximumConcurrency": round(s.max_concurrency, 2), "maxNumSeqs": s.max_num_seqs,
             "largestMaxModelLen": s.largest_max_model_len,
-            "suggestedMaxModelLen": _suggested(s),
+            "suggestedMaxModelLen": _suggested(served, s),
             "starts": a.error is None, "refusal": s.refusal.message if s.refusal else None,
             "error": a.error, "warning": a.warning}
 
 
-def _suggested(s) -> int | None:
+def _full_context(served, s) -> int | None:
+    """The length the engine's search stopped at when one request of it fits: the model's full context (or
+    --max-model-len, when the context is not known); None when the KV cache limits the length."""
+    cap = max(served.args.max_model_len, served.max_position or 0)
+    return cap if s.largest_max_model_len is not None and s.largest_max_model_len >= cap else None
+
+
+def _suggested(served, s) -> int | None:
+    """A --max-model-len to pass: none when the largest length is not the KV cache's limit."""
     from gpufleet.nvidia.model_memory.verdict import safe_length
 
-    return safe_length(s.largest_max_model_len) if s.largest_max_model_len else None
+    if not s.largest_max_model_len or _full_context(served, s) is not None:
+        return None
+    return safe_length(s.largest_max_model_len)
 
 
 def _as_text(served, device, a) -> str:
@@ -162,9 +183,13 @@ def _as_text(served, device, a) -> str:
     if s.starts:
         lines.append(f"GPU KV cache size: {s.kv_tokens:,} tokens")
         lines.append(f"Maximum concurrency for {args.max_model_len:,} tokens per request: {s.max_concurrency:.2f}x")
-    if s.largest_max_model_len:
+    full = _full_context(served, s)
+    if full is not None:
+        what = "the model's full context" if served.max_position else "--max-model-len"
+        lines.append(f"One request of {full:,} tokens ({what}) fits: no shorter --max-model-len is needed")
+    elif s.largest_max_model_len:
         lines.append(f"Largest --max-model-len it accepts: {s.largest_max_model_len:,} (suggested, with a "
-                     f"margin: {_suggested(s):,})")
+                     f"margin: {_suggested(served, s):,})")
     if a.error:
         lines.append(f"REFUSED: {a.error}")
     elif a.warning:

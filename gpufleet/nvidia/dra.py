@@ -90,6 +90,7 @@ _NVML_NAMES = {
     "NVIDIA-A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
     "NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
     "Tesla-V100-SXM2-16GB": "Tesla V100-SXM2-16GB",
+    "Tesla-V100-SXM2-32GB": "Tesla V100-SXM2-32GB",
     "Tesla-P100-PCIE-16GB": "Tesla P100-PCIE-16GB",
 }
 _ARCHITECTURES = {"kepler": "Kepler", "maxwell": "Maxwell", "volta": "Volta", "turing": "Turing",

@@ -7,6 +7,7 @@ architecture facts (last driver branch, Volta MPS) are in `architectures.py`, ke
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpufleet.nvidia.architectures import ARCHITECTURES, Architecture
@@ -66,6 +67,8 @@ PRODUCTS: dict[str, GpuProduct] = {
         GpuProduct("Tesla-M60", "Tesla-M60", 8192, (5, 2), "maxwell"),
         GpuProduct("GRID-K520", "GRID-K520", 4096, (3, 0), "kepler"),
         GpuProduct("Tesla-V100-SXM2-16GB", "Tesla-V100-SXM2-16GB", 16384, (7, 0), "volta", max_gpus_per_node=HGX2_V100),
+        # The 32 GB V100 (DGX-1V / DGX-2): nvidia-smi on R5xx drivers shows 32768 MiB (32510 on older ones).
+        GpuProduct("Tesla-V100-SXM2-32GB", "Tesla-V100-SXM2-32GB", 32768, (7, 0), "volta", max_gpus_per_node=HGX2_V100),
         GpuProduct("NVIDIA-A10", "NVIDIA-A10", 23028, (8, 6), "ampere"),
         GpuProduct("A100-PCIE-40GB", "A100-PCIE-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20F1"),
         GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0", HGX_8),
@@ -106,13 +109,19 @@ def find_product(name: str) -> GpuProduct | None:
     return None
 
 
+def _words(name: str) -> list[str]:
+    """A product name's words: split at dashes, spaces and underscores, case ignored."""
+    return [w for w in re.split(r"[-\s_]+", name.lower()) if w]
+
+
 def match_products(text: str) -> list[GpuProduct]:
-    """Products a user's shorthand names: the exact key or label, else every product whose key contains the
-    text (case and spaces ignored), e.g. '4090' or 'H100-PCIe'."""
+    """Products a user's shorthand names: the exact key or label, else every product whose name holds each
+    of the text's words as a whole word (case, dashes and spaces ignored): '4090', 'H100 PCIe' and 'A100 80GB'
+    match, 'H20' does not match the H200. More than one product means the name is ambiguous."""
     exact = find_product(text)
     if exact is not None:
         return [exact]
-    wanted = text.strip().replace(" ", "-").lower()
+    wanted = set(_words(text))
     if not wanted:
         return []
-    return [p for p in PRODUCTS.values() if wanted in p.key.lower()]
+    return [p for p in PRODUCTS.values() if wanted <= set(_words(p.key))]

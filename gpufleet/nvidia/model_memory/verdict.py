@@ -67,11 +67,12 @@ def safe_length(largest: int) -> int:
     return max(vllm.BLOCK_SIZE if largest >= vllm.BLOCK_SIZE else 1, int(length // step * step))
 
 
-def breakdown(s: Startup) -> str:
-    """The start-up in vLLM's terms."""
+def breakdown(s: Startup, utilization: float) -> str:
+    """The start-up in vLLM's terms, with the utilization it ran with."""
     graphs = f" + CUDA graphs {gib(s.cudagraph)}" if s.cudagraph else ""
-    return (f"it reserves {gib(s.requested)} ({gib(s.visible)} x --gpu-memory-utilization): weights "
-            f"{gib(s.weights)} + peak activation {gib(s.activation)} + non-torch {gib(s.non_torch)}{graphs}, "
+    return (f"it reserves {gib(s.requested)} (--gpu-memory-utilization {utilization} x {gib(s.visible)}): "
+            f"weights {gib(s.weights)} + peak activation {gib(s.activation)} + non-torch {gib(s.non_torch)}"
+            f"{graphs}, "
             f"leaving {gib(max(s.kv_available, 0))} for the KV cache")
 
 
@@ -101,19 +102,23 @@ def assess(name: str, served: ServedModel, device: Device) -> Assessment:
         return a
     if s.refusal is not None:
         a.fixes = _start_fixes(served, device, s)
-        a.error = (f"{name}vLLM would refuse to start{label} on {where}: \"{s.refusal.message}\" "
-                   f"({breakdown(s)}). Fixes: " + ("; or ".join(a.fixes) if a.fixes else
-                                                   "none on this GPU: use a smaller or quantized checkpoint, more "
-                                                   "tensorParallel GPUs or a larger GPU") +
-                   ". Expected the KV cache to hold one request of maxModelLen tokens.")
+        # The weights alone are past the device: the budget's split and the KV cache say nothing more.
+        weights = s.refusal.kind == "weights"
+        budget = "" if weights else f" ({breakdown(s, served.args.gpu_memory_utilization)})"
+        a.error = (f"{name}vLLM would refuse to start{label} on {where}: \"{s.refusal.message}\"{budget}. "
+                   + "Fixes: " + ("; or ".join(a.fixes) if a.fixes else "none on this GPU: use a smaller or "
+                                  "quantized checkpoint, more tensorParallel GPUs or a larger GPU")
+                   + (". Expected the weights to fit in the device's memory." if weights else
+                      ". Expected the KV cache to hold one request of maxModelLen tokens."))
         return a
     if s.short_of_seqs and served.args.max_num_seqs is not None:
         at_seqs = _length_for_seqs(served, device, s.max_num_seqs)
         a.fixes = ([f"maxModelLen {at_seqs:,} holds {s.max_num_seqs} full-length sequences"] if at_seqs else [])
         a.fixes += [f"maxNumSeqs {max(1, math.floor(s.max_concurrency))} (what runs at once at full length)"]
+        budget = breakdown(s, served.args.gpu_memory_utilization)
         a.warning = (f"{name}vLLM starts{label} on {where}, but its KV cache holds fewer than maxNumSeqs "
                      f"{s.max_num_seqs} sequences of {mml:,} tokens: {capacity(s, mml)}; the other requests "
-                     f"queue or are preempted ({breakdown(s)}). To hold them: " + "; or ".join(a.fixes) +
+                     f"queue or are preempted ({budget}). To hold them: " + "; or ".join(a.fixes) +
                      ". Expected room for maxNumSeqs full-length requests.")
     return a
 
