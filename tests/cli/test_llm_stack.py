@@ -47,6 +47,8 @@ def test_plan_refuses_only_the_service_that_cannot_start_and_warns_about_the_oth
     # the refusal in vLLM's words: one 131,072-token request needs 2 x 32 x 8 x 128 x 2 B x 131,072 = 16 GiB
     assert ("To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
             "needed, which is larger than the available KV cache memory") in violations
+    # the budget with the utilization the container passes (args: --gpu-memory-utilization 0.6), not just its name
+    assert "(--gpu-memory-utilization 0.6 x 39.25 GiB)" in violations
     # the warning with the figures vLLM logs: 16 x 32k requests do not fit; about 5 do
     concurrency = _number(r"Maximum concurrency for 32,768 tokens per request: ([\d.]+)x", violations)
     tokens = _number(r"GPU KV cache size: ([\d,]+) tokens", violations)
