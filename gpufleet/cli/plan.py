@@ -58,6 +58,8 @@ def command(
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
         plan = run_program(loaded)
+        if step is not None:
+            step.check_config()  # a policy the pack lacks fails here, before the preview is printed
         if diff is not None:
             from gpufleet.planning.diff import diff_markdown, read_plan_document
             from gpufleet.planning.output import plan_document

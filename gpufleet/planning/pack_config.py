@@ -8,6 +8,7 @@ it has (unknown policy names, values that break a policy's schema).
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,23 @@ NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver")
 NOT_CHECKED_AGAINST_NODES = ("not checked against nodes: pass --nodes FILE (`kubectl get nodes -o json` or a "
                              "capacity.json of `gpufleet discover`) to check the runtime preset, the host driver, "
                              "selector labels and pool products")
+
+
+def not_checked_against_nodes(doc: dict[str, Any], source: str) -> str:
+    """The line that says the node checks were not made, and how to make them: where another policy of the
+    config already has a node source (a capacity policy's `nodesFile`), the keys to set beside it in that
+    file; else `plan --nodes FILE`."""
+    for name, entry in doc.items():
+        if name in NODE_FACTS_POLICIES or not isinstance(entry, dict):
+            continue
+        for key in ("nodesFile", "kubeconfig"):
+            value = entry.get(key)
+            if isinstance(value, str) and value:
+                wanted = " and ".join(f"{policy}.{key}" for policy in NODE_FACTS_POLICIES)
+                return (f"not checked against nodes: {name}.{key} ({value}) in {source} gives nodes to {name} "
+                        f"only; set {wanted} there too to check the runtime preset, the host driver, selector "
+                        "labels and pool products")
+    return NOT_CHECKED_AGAINST_NODES
 
 
 class PackConfigError(InputError):
@@ -126,7 +144,10 @@ def check_against_pack(doc: dict[str, Any], source: str, schemas: dict[str, dict
         if name == "all":
             continue
         if name not in schemas:
-            problems.append(f"{source}: {name}: no such policy in the pack; policies: {', '.join(sorted(schemas))}")
+            near = difflib.get_close_matches(name, list(schemas), n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            problems.append(f"{source}: {name}: no such policy in the pack; {hint}policies: "
+                            f"{', '.join(sorted(schemas))}")
             continue
         if not isinstance(entry, dict):
             continue

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpufleet.planning.pack_config import NOT_CHECKED_AGAINST_NODES, checked_against_nodes, with_nodes_file
+from gpufleet.planning.pack_config import checked_against_nodes, not_checked_against_nodes, with_nodes_file
 from gpufleet.planning.policy_client import (
-    PolicyPackProcess, PolicyReport, analyze_plan, default_pack_config_path, load_pack_config, start_pack,
+    PolicyPackProcess, PolicyReport, analyze_plan, check_config_against_pack, default_pack_config_path,
+    load_pack_config, start_pack,
 )
 
 if TYPE_CHECKING:
@@ -69,13 +70,18 @@ class PolicyStep:
     def __exit__(self, *exc) -> None:
         self.process.close()
 
+    def check_config(self) -> None:
+        """The config's policy names and settings against the pack's (PackConfigError: exit 2); call it before
+        printing the preview, so a bad config prints nothing else."""
+        check_config_against_pack(self.process, self.config, self.config_source)
+
     def run(self, plan: Plan) -> PolicyReport:
         """Analyze the plan, print the report; raises SystemExit(1) on a mandatory violation."""
         report = analyze_plan(plan, self.pack_dir, self.project_dir, self.config, process=self.process,
                               config_source=self.config_source)
         print_report(report)
         if not checked_against_nodes(self.config):
-            typer.echo(NOT_CHECKED_AGAINST_NODES)
+            typer.echo(not_checked_against_nodes(self.config, self.config_source))
         if report.mandatory:
             # SystemExit, not typer.Exit: the CLI runs typer with standalone_mode=False, which turns typer.Exit
             # into a return value that main() does not use (gpufleet check does the same).

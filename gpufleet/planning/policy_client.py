@@ -238,6 +238,21 @@ def start_pack(pack_dir: Path, project_dir: Path, stack: str, project: str = "gp
     return PolicyPackProcess(pack_dir.resolve(), project_dir.resolve(), pack_env(project, stack)).start()
 
 
+def check_config_against_pack(process: PolicyPackProcess, pack_config: dict[str, Any], config_source: str) -> None:
+    """Ask the started pack which policies and settings it has and check the config against them
+    (PackConfigError), so a bad name fails before anything is printed."""
+    import grpc
+    from google.protobuf import empty_pb2
+
+    stub = process.connect()
+    try:
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=CALL_TIMEOUT_SECONDS)
+    except grpc.RpcError as e:
+        raise PolicyPackError(f"policy pack {process.pack_dir}: {e.code().name}: {e.details()}\n"
+                              f"{process.stderr_tail()}".strip()) from e
+    check_against_pack(pack_config, config_source, config_schemas(info))
+
+
 def analyze_plan(plan: Plan, pack_dir: Path, project_dir: Path, pack_config: dict[str, Any] | None = None,
                  process: PolicyPackProcess | None = None, config_source: str = "policy pack config") -> PolicyReport:
     """Run the pack (`process` when already started) over every resource of the plan; return the violations."""

@@ -85,3 +85,15 @@ def test_a_node_source_in_the_pack_config_counts_as_node_facts(tmp_path):
     result = _plan("--stack", "k3s", "--policy-pack-config", str(config))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "not checked against nodes" not in result.stdout
+
+
+def test_a_capacity_policys_nodes_file_is_named_instead_of_plan_nodes(tmp_path):
+    nodes = _nodes(tmp_path, "v1.33.3+k3s1", K3S_A10)
+    config = tmp_path / "pack.json"
+    config.write_text(json.dumps({"gpu-capacity-fit": {"capacitySource": "nodesFile", "nodesFile": str(nodes)}}))
+    result = _plan("--stack", "k3s", "--policy-pack-config", str(config))
+    last = result.stdout.splitlines()[-1]
+    assert "--nodes" not in last
+    assert last == (f"not checked against nodes: gpu-capacity-fit.nodesFile ({nodes}) in {config} gives nodes to "
+                    "gpu-capacity-fit only; set stack-matches-nodes.nodesFile and preinstalled-driver.nodesFile "
+                    "there too to check the runtime preset, the host driver, selector labels and pool products")

@@ -167,3 +167,13 @@ def test_plan_of_the_dra_stack_shows_the_gpucluster_the_claim_templates_and_no_c
     assert result.stdout.count("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate") == 2
     dev = _plan("--stack", "dev", "--no-policies")
     assert "gpu-operator v26.7.0 in gpu-operator: a ClusterPolicy" in dev.stdout and "GPUCluster" not in dev.stdout
+
+
+def test_a_policy_the_pack_lacks_fails_before_the_preview_is_printed(tmp_path):
+    config = tmp_path / "pack.json"
+    config.write_text('{"gpu-capacity-fitt": "advisory"}')
+    result = _plan("--stack", "dev", "--policy-pack-config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == ""  # no preview tree above the error
+    [line] = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
+    assert line.startswith(f"{config}: gpu-capacity-fitt: no such policy in the pack; did you mean gpu-capacity-fit?")
