@@ -7,6 +7,8 @@
   `<name>.shared` with renameByDefault.
 - Pool `resources` give cpu, memory, ephemeral-storage and pods; cpu/memory/ephemeral-storage left
   unset are unknown and not checked (`Node.unknown`).
+- With `gpuAllocation: dra` no device plugin runs: the nodes advertise no GPU extended resource, and their
+  GPUs are the devices of the planned ResourceSlices (`planned_resource_slices`).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def capacity_from_stack(cfg: StackConfig) -> list[Node]:
     nodes = []
     for pool in cfg.node_pools:
         base, unknown = _node_resources(pool)
-        allocatable = {**base, **planned_resources(cfg, pool)}
+        allocatable = {**base, **({} if cfg.uses_dra() else planned_resources(cfg, pool))}
         taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
         for name in node_names(pool):
             nodes.append(Node(name=name, labels=_labels(cfg, pool, name), taints=taints, allocatable=dict(allocatable),

@@ -14,10 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
+from typing import Sequence
 
+from gpufleet.capacity.dra import DRA_KINDS, dra_objects
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.quantity import parse
+from gpufleet.errors import InputError
 from gpufleet.nvidia.mig_profiles import TABLES, MigProfile, MigTable
 from gpufleet.nvidia.products import find_product
+from gpufleet.scheduling.dra.offer import attribute, node_devices
+from gpufleet.scheduling.manifests import flatten
 
 MIG_PREFIX = "nvidia.com/mig-"
 GPU = "nvidia.com/gpu"
@@ -162,3 +168,27 @@ def node_gpus(node: Node) -> list[Gpu]:
                 gpus.append(_mig_gpu(name, memory, table, b, lambda p: resource_by_profile[p.name], replicas,
                                      strategy))
     return gpus
+
+
+def dra_gpus(nodes: Sequence[Node], manifests: Sequence[dict]) -> dict[str, list[tuple[str, Gpu]]]:
+    """node -> its whole GPUs published in DRA ResourceSlices (devices of `type` gpu), each with its device
+    label (driver/pool/name): a DRA node advertises no `nvidia.com/gpu`, so its GPUs are drawn from these."""
+    objects = dra_objects(o for o in flatten(manifests) if o.get("kind") in DRA_KINDS)
+    if not objects.slices:
+        return {}
+    out: dict[str, list[tuple[str, Gpu]]] = {}
+    for node, devices in zip(nodes, node_devices(objects, nodes)):
+        for d in devices:
+            if attribute(d, "type") != "gpu":
+                continue
+            name = attribute(d, "productName") or "GPU"
+            product = find_product(name)
+            memory = product.memory_mib if product else None
+            try:
+                memory = int(parse((d.capacity.get("memory") or {}).get("value")) / 2**20)
+            except InputError:
+                pass
+            shown = product.key if product else name
+            unit = Unit("", "whole", 0.0, 1.0, 0.0, 1.0, memory, f"whole {shown}")
+            out.setdefault(node.name, []).append((d.label, Gpu(shown, memory, (unit,))))
+    return out

@@ -175,13 +175,22 @@ DRA_CLAIM = "DRA-claimed GPU"
 _DRA_GPU = re.compile(r"/gpu-(\d+)$")
 
 
-def _dra_devices(result: CheckResult) -> dict[str, dict[str, list[int]]]:
-    """workload -> node -> the GPU indexes (`gpu-N` devices) its DRA claims were allocated there."""
+def _dra_devices(result: CheckResult, drawn: dict[str, list[tuple[str, Gpu]]],
+                 claimed: frozenset[str] = frozenset()) -> dict[str, dict[str, list[int]]]:
+    """workload -> node -> the GPU indexes its DRA claims were allocated there: positions among the node's
+    GPUs drawn from its ResourceSlices (`drawn`), else the N of a `gpu-N` device. `claimed`: the device
+    labels of existing claims' allocations, under RUNNING."""
+    position = {node: {label: i for i, (label, _) in enumerate(gpus)} for node, gpus in drawn.items()}
+    held = [(RUNNING, node, label) for node, gpus in drawn.items() for label, _ in gpus if label in claimed]
     out: dict[str, dict[str, list[int]]] = {}
-    for key, node, label in result.device_uses:
-        m = _DRA_GPU.search(label)
-        if m:
-            out.setdefault(key, {}).setdefault(node, []).append(int(m.group(1)))
+    for key, node, label in [*result.device_uses, *held]:
+        if node in position:
+            at = position[node].get(label)
+        else:
+            m = _DRA_GPU.search(label)
+            at = int(m.group(1)) if m else None
+        if at is not None:
+            out.setdefault(key, {}).setdefault(node, []).append(at)
     return out
 
 
@@ -246,8 +255,13 @@ def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Nod
 
 def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], workloads: Sequence[PodWorkload],
                  result: CheckResult, pool_of: dict[str, str] | None = None, *,
-                 extended_resource_toleration: bool = False) -> FleetReport:
-    """The report of a check: `workloads` as checked (input order), `result` from `check_workloads`."""
+                 extended_resource_toleration: bool = False,
+                 dra_gpus: dict[str, list[tuple[str, Gpu]]] | None = None,
+                 dra_claimed: frozenset[str] = frozenset()) -> FleetReport:
+    """The report of a check: `workloads` as checked (input order), `result` from `check_workloads`.
+    `dra_gpus`: per node, the GPUs its ResourceSlices publish (`devices.dra_gpus`), drawn where the node
+    advertises none; `dra_claimed`: the device labels (driver/pool/name) of existing claims' allocations,
+    drawn as RUNNING's."""
     ert = extended_resource_toleration
 
     def pool_name(node: Node) -> str:
@@ -262,7 +276,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     node_by_name = {n.name: n for n in nodes}
     verdicts = _verdicts(result)
     blocked = _blocked(result)
-    dra = _dra_devices(result)
+    drawn = {n.name: dra_gpus[n.name] for n in nodes if n.name in (dra_gpus or {}) and not node_gpus(n)}
+    dra = _dra_devices(result, drawn, dra_claimed)
     views: list[WorkloadView] = []
     for key in dict.fromkeys(result.checked):
         w = by_key.get(key)
@@ -293,7 +308,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message,
                                   pools, held_by, fix, bar))
     running_index = None
-    if running:
+    if running or RUNNING in dra:
         running_index = len(views)
         views.append(WorkloadView(RUNNING, running_index, len(running), len(running), (), verdict="running"))
     per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
@@ -314,7 +329,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
                 users = claimed.setdefault(g, [])
                 if key in index_of and index_of[key] not in users:
                     users.append(index_of[key])
-        gpus = _assign(node_gpus(node), pods, claimed)
+        gpus = _assign(node_gpus(node) or [gpu for _, gpu in drawn.get(node.name, ())], pods, claimed)
         counts: dict[int, int] = {}
         for index, _ in pods:
             counts[index] = counts.get(index, 0) + 1

@@ -20,10 +20,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from gpufleet.capacity.dra import DRA_KINDS, Device, DraObjects, dra_objects
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import InputError
-from gpufleet.scheduling.manifests import workload_of
+from gpufleet.scheduling.manifests import flatten, workload_of
 
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
@@ -122,11 +123,12 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     middle = per_run[len(per_run) // 2] if len(per_run) % 2 else (per_run[len(per_run) // 2 - 1]
                                                                     + per_run[len(per_run) // 2]) // 2
     named = {n.name: n for n in node_list}
+    devices = _device_kinds(result.device_uses, key, manifests) if spec.get("resourceClaims") else {}
     products: Counter = Counter()
     zones: Counter = Counter()
     for node, n in by_node.items():
         labels = named[node].labels if node in named else {}
-        products[_product(labels, spec)] += n
+        products[devices.get(node) or _product(labels, spec)] += n
         zones[labels.get(ZONE_LABEL, "(no zone)")] += n
     return Headroom(key, middle, (min(per_run), max(per_run)), dict(sorted(by_node.items())),
                     dict(sorted(products.items())), dict(sorted(zones.items())),
@@ -142,26 +144,58 @@ def _product(labels: dict[str, str], spec: dict) -> str:
     return product or "(no GPU product label)"
 
 
+def _device_kinds(uses: list[tuple[str, str, str]], key: str, manifests: list[dict]) -> dict[str, str]:
+    """node -> what the devices allocated to the probe's claims there are (GPU product or MIG profile)."""
+    from gpufleet.scheduling.dra.offer import kind_of
+
+    objects = _dra(manifests)
+    devices = {f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{d.get('name')}": (spec, d)
+               for spec in objects.slices for d in spec.get("devices") or ()}
+    kinds: dict[str, dict[str, None]] = {}
+    for workload, node, label in uses:
+        if workload == key and label in devices:
+            spec, d = devices[label]
+            kind = kind_of(Device(spec.get("driver") or "", "", "", d.get("attributes") or {}, {}))
+            kinds.setdefault(node, {})[kind[1] if kind else "(device without a product)"] = None
+    return {node: " + ".join(found) for node, found in kinds.items()}
+
+
+def _dra(manifests: list[dict]) -> DraObjects:
+    return dra_objects(o for o in flatten(manifests) if o.get("kind") in DRA_KINDS)
+
+
 # --- standard shapes at a glance (report, `headroom --shapes`) --------------------------------------------------
 
 GPU_COUNTS = (1, 2, 4, 8)
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+#: The pod claim (and the template's request) of a DRA shape's probe.
+CLAIM = "devices"
 
 
 @dataclass(frozen=True)
 class Shape:
     """A probe the fleet's pods would use: GPUs of one product (or one MIG profile), with or without the GPU
-    taint's toleration."""
+    taint's toleration. On DRA nodes, a claim of `count` devices of one DeviceClass (of one product or MIG
+    profile, by a request selector) instead of an extended resource."""
 
     label: str
     product: str
     resource: str
     count: int
     tolerates: bool
+    device_class: str = ""
+    selector: str | None = None
+    nodes: frozenset[str] = frozenset()
+    """A claim shape's nodes: those that reach its devices."""
 
     def pod(self) -> dict:
-        spec: dict = {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10",
-                                      "resources": {"limits": {self.resource: self.count}}}]}
+        container: dict = {"name": "probe", "image": "registry.k8s.io/pause:3.10"}
+        spec: dict = {"containers": [container]}
+        if self.device_class:
+            container["resources"] = {"claims": [{"name": CLAIM}]}
+            spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": PROBE_NAME}]
+        else:
+            container["resources"] = {"limits": {self.resource: self.count}}
         if self.resource == "nvidia.com/gpu":
             spec["nodeSelector"] = {"nvidia.com/gpu.product": self.product}
         if self.tolerates:
@@ -169,11 +203,23 @@ class Shape:
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "default"},
                 "spec": spec}
 
+    def objects(self) -> list[dict]:
+        """What the probe needs beside its pod: a claim shape's ResourceClaimTemplate."""
+        if not self.device_class:
+            return []
+        exactly: dict = {"deviceClassName": self.device_class, "count": self.count}
+        if self.selector:
+            exactly["selectors"] = [{"cel": {"expression": self.selector}}]
+        return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                 "metadata": {"name": PROBE_NAME, "namespace": "default"},
+                 "spec": {"spec": {"devices": {"requests": [{"name": CLAIM, "exactly": exactly}]}}}}]
 
-def standard_shapes(nodes: Sequence[Node]) -> list[Shape]:
+
+def standard_shapes(nodes: Sequence[Node], dra: DraObjects | None = None) -> list[Shape]:
     """1, 2, 4 and 8 `nvidia.com/gpu` per product label that has nodes with that many (whole GPUs, a MIG
     `single` strategy's slices, shared replicas), and one of each MIG profile the nodes advertise (`mixed`);
-    each with and without the toleration of the `nvidia.com/gpu` taint."""
+    on DRA, 1, 2, 4 and 8 devices of each DeviceClass per GPU product or MIG profile, up to the most one node
+    reaches; each with and without the toleration of the `nvidia.com/gpu` taint."""
     most: dict[str, int] = {}
     profiles: set[str] = set()
     for node in nodes:
@@ -190,6 +236,15 @@ def standard_shapes(nodes: Sequence[Node]) -> list[Shape]:
     for resource in sorted(profiles):
         for tolerates in (True, False):
             shapes.append(Shape(resource.removeprefix("nvidia.com/"), "", resource, 1, tolerates))
+    if dra and dra.slices:
+        from gpufleet.scheduling.dra.offer import offered
+
+        for kind in offered(dra, nodes):
+            what = f"{kind.value} ({kind.class_name})" if kind.value else kind.class_name
+            for count in (c for c in GPU_COUNTS if c <= kind.most):
+                for tolerates in (True, False):
+                    shapes.append(Shape(f"{count}x {what}", kind.value or "", "", count, tolerates,
+                                        kind.class_name, kind.selector(), kind.nodes))
     return shapes
 
 
@@ -201,21 +256,25 @@ def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: l
 
     node_list, pod_list = _nodes(nodes), _pods(pods)
     rows = []
-    for shape in standard_shapes(node_list):
+    for shape in standard_shapes(node_list, _dra(manifests)):
         if not shape.tolerates and not extended_resource_toleration and _all_tainted(node_list, shape):
             # every node that could hold it repels it: the scheduler places none (its Filter, not a guess)
             rows.append((shape, Headroom(f"probe {shape.label}", 0, (0, 0), stopped_by="every node with this "
                                          "GPU has the nvidia.com/gpu taint the probe does not tolerate")))
             continue
-        rows.append((shape, headroom(node_list, pod_list, manifests, shape.pod(),
+        rows.append((shape, headroom(node_list, pod_list, [*manifests, *shape.objects()], shape.pod(),
                                      extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs)))
     return rows
 
 
 def _all_tainted(nodes: Sequence[Node], shape: Shape) -> bool:
-    """Every node offering the shape's resource (of its product) has a NoSchedule or NoExecute taint keyed
-    nvidia.com/gpu: TaintToleration filters them all out for a probe without the toleration."""
-    offering = [n for n in nodes if n.allocatable.get(shape.resource, 0) > 0
-                and (not shape.product or n.labels.get("nvidia.com/gpu.product") == shape.product)]
+    """Every node offering the shape's resource (of its product) or reaching its devices has a NoSchedule or
+    NoExecute taint keyed nvidia.com/gpu: TaintToleration filters them all out for a probe without the
+    toleration."""
+    if shape.device_class:
+        offering = [n for n in nodes if n.name in shape.nodes]
+    else:
+        offering = [n for n in nodes if n.allocatable.get(shape.resource, 0) > 0
+                    and (not shape.product or n.labels.get("nvidia.com/gpu.product") == shape.product)]
     return bool(offering) and all(any(t.key == "nvidia.com/gpu" and t.effect in ("NoSchedule", "NoExecute")
                                       for t in n.taints) for n in offering)

@@ -198,3 +198,50 @@ def test_every_workload_in_the_dra_legend_has_a_shape_on_the_map_a_shared_gpu_sp
     # the GPU that explore and embed share through one named claim is split into one stripe each
     shared = re.findall(r"<title>(GPU \d+: [^<]*research/explore, Deployment/research/embed[^<]*)</title>", page)
     assert shared and all(t.endswith("(shared: one claim)") for t in shared)
+
+
+def _headroom(rows) -> dict[tuple[str, bool], int]:
+    return {(shape, tolerates): instances for shape, tolerates, instances, *_ in rows}
+
+
+def test_dra_stack_headroom_counts_claims_on_free_devices_not_gpu_extended_resources():
+    # No device plugin runs in a DRA stack: no nvidia.com/gpu shape. 16 H100s, 6 claimed by the workloads.
+    table = _headroom(stack_report("dra", load_stack("dra", ROOT).config).headroom)
+    assert {s for s, _ in table} == {f"{n}x NVIDIA H100 80GB HBM3 (gpu.nvidia.com)" for n in (1, 2, 4, 8)}
+    assert table[("1x NVIDIA H100 80GB HBM3 (gpu.nvidia.com)", True)] == 10
+    assert table[("1x NVIDIA H100 80GB HBM3 (gpu.nvidia.com)", False)] == 10
+    # 6 devices in use on two 8-GPU nodes: no node keeps 8 free
+    assert table[("8x NVIDIA H100 80GB HBM3 (gpu.nvidia.com)", True)] == 0
+
+
+def test_dra_headroom_is_the_same_from_the_stack_and_from_files_holding_the_same_fleet(tmp_path):
+    import json
+
+    import yaml
+
+    from gpufleet.capacity.model import Capacity
+    from gpufleet.report.sources import stack_inputs
+    from tests.cli.run_inprocess import run
+
+    cfg = load_stack("dra", ROOT).config
+    nodes, manifests = stack_inputs(cfg)
+    capacity, objects = tmp_path / "capacity.json", tmp_path / "fleet.yaml"
+    capacity.write_text(json.dumps(Capacity("stack", nodes).to_json()))
+    objects.write_text(yaml.safe_dump_all(manifests))
+    done = run("headroom", "--shapes", "--json", "--nodes", capacity, objects)
+    assert done.code == 0, done.err
+    from_files = {(r["shape"], r["tolerates"]): r["instances"] for r in json.loads(done.out)}
+    assert from_files == _headroom(stack_report("dra", cfg).headroom)
+
+
+def test_report_of_dra_cluster_files_draws_the_sliced_gpus_and_the_claimed_ones_in_use(tmp_path):
+    dra = FIXTURES / "dra"
+    out = tmp_path / "r.html"
+    summary = tmp_path / "r.md"
+    done = runner.invoke(app, ["report", "--out", str(out), "--summary", str(summary), "--nodes",
+                               str(dra / "nodes.json"), str(dra / "deviceclasses.yaml"),
+                               str(dra / "resourceslices.json"), str(dra / "resourceclaims.json")])
+    assert done.exit_code == 0, done.output
+    # two nodes of 8 H100s in ResourceSlices (no nvidia.com/gpu); an existing claim holds 6 of node a's
+    assert "16 GPU(s), 6 in use" in out.read_text()
+    assert "| 2 | 6 | 10 |" in summary.read_text()
