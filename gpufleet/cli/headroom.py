@@ -15,18 +15,24 @@ from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
 from gpufleet.errors import GpufleetError, InputError
 
 
-def _probe(path: Path) -> dict:
+def _probe(path: Path) -> tuple[dict, list[dict]]:
+    """The probe workload of the file, and the DRA objects beside it (its ResourceClaimTemplate: each copy
+    of the probe gets its claim made from it, as the resourceclaim controller makes it)."""
+    from gpufleet.capacity.dra import DRA_KINDS
+    from gpufleet.scheduling.documents import document_errors
     from gpufleet.scheduling.manifests import workload_of
     from gpufleet.scheduling.reading import load_documents
 
     docs, problems = load_documents([path])
+    dra = [d for d in docs if d.obj.get("kind") in DRA_KINDS]
+    problems += [e for d in dra for e in document_errors(d)]
     if problems:
         raise InputError("\n".join(problems))
     probes = [d.obj for d in docs if workload_of(d.obj) is not None]
     if len(probes) != 1:
         raise InputError(f"--probe {path}: expected one Pod, or one workload whose pod template is the probe; "
                          f"found {len(probes)}")
-    return probes[0]
+    return probes[0], [d.obj for d in dra]
 
 
 def command(
@@ -59,10 +65,10 @@ def command(
     try:
         if (probe is None) == (not shapes):
             raise InputError("give --probe FILE or --shapes (one of them)")
-        probe_obj = _probe(probe) if probe is not None else None
+        probe_obj, beside = _probe(probe) if probe is not None else (None, [])
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
         cap, docs = read_inputs(list(manifests or []), nodes, pods, require_workloads=False, live=live)
-        objects = cap.objects + [d.obj for d in docs]
+        objects = cap.objects + [d.obj for d in docs] + beside
         if shapes:
             from gpufleet.scheduling.headroom import headroom_table
 

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.cli.run_inprocess import run
+from tests.conftest import ROOT
 from tests.scheduling.headroom_probes import probe_pod
 from tests.scheduling.oracle_fleets import generate, write
 
@@ -69,3 +70,62 @@ def test_shapes_table_as_json_lists_each_gpu_shape_with_and_without_the_tolerati
     rows = json.loads(done.out)
     shapes = {(r["shape"], r["tolerates"]) for r in rows}
     assert any(s.startswith("1x ") for s, _ in shapes) and {t for _, t in shapes} == {True, False}
+
+
+DRA = ROOT / "tests" / "fixtures" / "dra"
+
+
+def _dra_table(*inputs) -> dict[tuple[str, bool], int]:
+    done = run("headroom", "--shapes", "--json", "--nodes", DRA / "nodes.json", DRA / "deviceclasses.yaml",
+               *inputs)
+    assert done.code == 0, done.err
+    return {(r["shape"], r["tolerates"]): r["instances"] for r in json.loads(done.out)}
+
+
+def test_shapes_on_dra_cluster_files_are_claims_and_claimed_devices_are_not_free():
+    # Two nodes of 8 H100s published in ResourceSlices (no nvidia.com/gpu); an existing claim holds 6 of
+    # node a's.
+    table = _dra_table(DRA / "resourceslices.json", DRA / "resourceclaims.json")
+    h100 = "NVIDIA H100 80GB HBM3 (gpu.nvidia.com)"
+    assert table == {(f"{n}x {h100}", t): free
+                     for n, free in ((1, 10), (2, 5), (4, 2), (8, 1)) for t in (True, False)}
+
+
+def _mig(node: str, profiles: list[str]) -> dict:
+    product = {"string": "NVIDIA A100-SXM4-80GB"}
+    devices = [{"name": f"gpu-0-mig-{i}",
+                "attributes": {"type": {"string": "mig"}, "profile": {"string": p}, "productName": product}}
+               for i, p in enumerate(profiles)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-mig"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "devices": devices,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}}}
+
+
+def test_shapes_on_dra_mig_devices_are_claims_of_the_mig_class_per_profile(tmp_path):
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(yaml.safe_dump_all([_mig("dra-node-a", ["3g.40gb", "3g.40gb", "1g.10gb"]),
+                                          _mig("dra-node-b", ["1g.10gb"] * 7)]))
+    table = _dra_table(slices)
+    assert {s: n for (s, t), n in table.items() if t} == {
+        "1x 1g.10gb (mig.nvidia.com)": 8, "2x 1g.10gb (mig.nvidia.com)": 3, "4x 1g.10gb (mig.nvidia.com)": 1,
+        "1x 3g.40gb (mig.nvidia.com)": 2, "2x 3g.40gb (mig.nvidia.com)": 1}
+
+
+def test_a_probe_file_with_its_claim_template_is_placed_on_the_free_devices(tmp_path):
+    probe = tmp_path / "probe.yaml"
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "one-gpu", "namespace": "ml"},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}
+    container = {"name": "c", "image": "x:1", "resources": {"claims": [{"name": "gpu"}]}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer", "namespace": "ml"},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                    "containers": [container]}}
+    probe.write_text(yaml.safe_dump_all([template, pod]))
+    done = run("headroom", "--probe", probe, "--json", "--nodes", DRA / "nodes.json",
+               DRA / "deviceclasses.yaml", DRA / "resourceslices.json", DRA / "resourceclaims.json")
+    assert done.code == 0, done.err
+    doc = json.loads(done.out)
+    # 16 H100s less the 6 an existing claim holds on node a
+    assert doc["instances"] == 10 and doc["byNode"] == {"dra-node-a": 2, "dra-node-b": 8}
+    assert doc["byProduct"] == {"NVIDIA H100 80GB HBM3": 10}
