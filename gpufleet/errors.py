@@ -11,9 +11,12 @@ class ConfigIssue:
 
     path: str
     message: str
+    #: The line of the stack file the path points at, where it is known (file:line: path: message).
+    line: int | None = None
 
     def render(self, source: str) -> str:
-        return f"{source}: {self.path}: {self.message}"
+        where = f"{source}:{self.line}" if self.line else source
+        return f"{where}: {self.path}: {self.message}"
 
 
 class GpufleetError(Exception):

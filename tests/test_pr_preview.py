@@ -134,7 +134,7 @@ def test_config_error_in_head_exits_2_and_shows_the_error_line(repo):
     head = pull_request(repo, "config-error", edit_dev(broken))
     result = pr_preview(repo, head, "--stacks", "dev")
     assert result.code == 2
-    error = ("Pulumi.dev.yaml: gpufleet:mode: Input should be 'operator', 'standalone' or 'platform-managed'; "
+    error = ("Pulumi.dev.yaml:7: gpufleet:mode: Input should be 'operator', 'standalone' or 'platform-managed'; "
              'got "operatr"')
     dev = result.section("dev")
     assert f"```text\n{error}\n```" in dev

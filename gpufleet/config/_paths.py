@@ -29,4 +29,4 @@ def printable(text: str) -> str:
 
 def config_error(source: str, issues: list[ConfigIssue]) -> ConfigError:
     """The ConfigError for `issues`, each rendered as exactly one printable line."""
-    return ConfigError(source, [ConfigIssue(printable(i.path), printable(i.message)) for i in issues])
+    return ConfigError(source, [ConfigIssue(printable(i.path), printable(i.message), i.line) for i in issues])

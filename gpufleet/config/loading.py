@@ -18,11 +18,12 @@ from pydantic import BaseModel, ValidationError
 from gpufleet.config._paths import NAMESPACE, config_error, yaml_path
 from gpufleet.config.model import memory_conflicts
 from gpufleet.config.rules import fact_warnings, validate_references
+from gpufleet.config.spelling import did_you_mean
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.stack_warnings import stack_warnings
-from gpufleet.config.yaml_file import config_key_path, read_stack_document
+from gpufleet.config.yaml_file import config_key_path, line_of, read_stack_nodes
 from gpufleet.config.workloads import WORKLOAD_KINDS
-from gpufleet.errors import ConfigIssue, InputError
+from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
 #: One spelling of keys: the YAML names (camelCase, as `gpufleet schema` lists them), never the Python ones.
@@ -61,7 +62,15 @@ def load_stack(stack: str, project_dir: Path = Path(".")) -> LoadedStack:
     if not path.is_file():
         known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
         raise InputError(f"{path}: no such stack file; stacks here: {', '.join(known) or '(none)'}")
-    doc = read_stack_document(path)
+    doc, root = read_stack_nodes(path)
+    try:
+        return _load_document(stack, path, doc, project_dir)
+    except ConfigError as e:  # each problem with the line of the file it is on
+        raise config_error(e.source, [i if i.line else ConfigIssue(i.path, i.message, line_of(root, i.path))
+                                      for i in e.issues]) from None
+
+
+def _load_document(stack: str, path: Path, doc: dict[str, Any], project_dir: Path) -> LoadedStack:
     config = doc.get("config")
     if config is None:
         config = {}
@@ -110,16 +119,21 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
     Files the config names (a model's config.json) are read relative to `project_dir` (default: the
     working directory, where Pulumi runs the program)."""
     issues: list[ConfigIssue] = []
-    for key in sections:
-        if key not in SECTION_KEYS and key not in secret_keys:
-            issues.append(ConfigIssue(f"{NAMESPACE}:{key}", f"unknown key; allowed: {', '.join(SECTION_KEYS)} "
-                                      "(or a secret, set with `pulumi config set --secret`)"))
     known = {k: v for k, v in sections.items() if k in SECTION_KEYS}
-    try:
-        cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
-    except ValidationError as e:
-        issues += [_issue_from_pydantic(err) for err in e.errors()]
-        issues += [i for i in _rules_without_broken_workloads(known, e.errors(), project_dir) if i not in issues]
+    for key, value in sections.items():
+        if key not in SECTION_KEYS and key not in secret_keys:
+            meant = did_you_mean(key, list(SECTION_KEYS))
+            guess = f" (did you mean '{meant}'?)" if meant else ""
+            issues.append(ConfigIssue(f"{NAMESPACE}:{key}", f"unknown key{guess}; allowed: "
+                                      f"{', '.join(SECTION_KEYS)} (or a secret, set with `pulumi config set "
+                                      "--secret`)"))
+            if meant and meant not in sections:
+                known[meant] = value  # checked as meant: no errors that follow from the typo
+    cfg, errors, respelt = _validate_respelt(known, project_dir)
+    issues += respelt
+    if cfg is None:
+        issues += [_issue_from_pydantic(err) for err in errors]
+        issues += [i for i in _rules_without_broken_workloads(known, errors, project_dir) if i not in issues]
         raise config_error(source, issues) from None
     issues = [_plain_secret_issue(i.path) if i.path.removeprefix(f"{NAMESPACE}:") in cfg.secret_config_keys()
               else i for i in issues]
@@ -127,6 +141,58 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
     if issues:
         raise config_error(source, issues)
     return cfg
+
+
+#: How many rounds of misspelt keys are read as meant (a misspelt key can hide another inside it).
+_RESPELL_ROUNDS = 8
+
+
+def _validate_respelt(known: dict[str, Any],
+                      project_dir: Path | None) -> tuple[StackConfig | None, list, list[ConfigIssue]]:
+    """(config or None, pydantic's errors, the misspelt-key issues): each unknown key with a did-you-mean is
+    reported once and then validated under the key it was meant to be, so that a typo brings no errors that
+    only follow from it (a required key "missing", a reference to what the misspelt key defines). `known`
+    is updated in place to the data as meant."""
+    respelt: list[ConfigIssue] = []
+    for _ in range(_RESPELL_ROUNDS):
+        try:
+            cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
+            return cfg, [], respelt
+        except ValidationError as e:
+            errors = e.errors()
+        fixed = _respell(known, errors)
+        if not fixed:
+            return None, errors, respelt
+        respelt += fixed
+    return None, errors, respelt
+
+
+def _respell(data: dict[str, Any], errors: list) -> list[ConfigIssue]:
+    """Rename in `data` each unknown key that has a did-you-mean (and whose meant key is not there too);
+    the issues that report them."""
+    fixed = []
+    for err in errors:
+        if err["type"] != "extra_forbidden":
+            continue
+        meant = _meant_key(err)
+        holder = _reached(data, err["loc"][:-1])
+        key = err["loc"][-1]
+        if meant and isinstance(holder, dict) and key in holder and meant not in holder:
+            renamed = {meant if k == key else k: v for k, v in holder.items()}
+            holder.clear()
+            holder.update(renamed)
+            fixed.append(_issue_from_pydantic(err))
+    return fixed
+
+
+def _reached(data: Any, loc: tuple) -> Any:
+    """The value at pydantic's `loc` in `data` (parts that are no key or index, union tags, are skipped)."""
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+    return data
 
 
 _WORKLOAD_INDEX = re.compile(r"workloads\[(\d+)\]")
@@ -187,7 +253,7 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(list(err["loc"][:-1]))
         hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        meant = did_you_mean(str(parts[-1]), allowed)
+        meant = _meant_key(err)
         guess = f" (did you mean '{meant}'?)" if meant else ""
         return ConfigIssue(path, f"unknown key '{parts[-1]}'{guess}{hint}")
     if kind == "missing":
@@ -204,10 +270,9 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
     return ConfigIssue(path, f"{msg}; got {shown}")
 
 
-def did_you_mean(key: str, allowed: list[str]) -> str | None:
-    """The allowed key `key` is another spelling of (node_pool, NodePool, node-pool -> nodePool)."""
-    squashed = key.replace("_", "").replace("-", "").lower()
-    return next((a for a in allowed if a != key and a.replace("-", "").lower() == squashed), None)
+def _meant_key(err: dict) -> str | None:
+    """The allowed key an unknown key (pydantic's extra_forbidden error) is a misspelling of, if any."""
+    return did_you_mean(str(err["loc"][-1]), _allowed_keys(list(err["loc"][:-1])))
 
 
 def _allowed_keys(parts: list) -> list[str]:

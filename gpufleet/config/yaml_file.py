@@ -6,12 +6,14 @@ the YAML path (`gpufleet:workloads[1].env.HF_TOKEN`). Timestamps stay strings, a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gpufleet.config._paths import NAMESPACE, config_error
+from gpufleet.config.spelling import did_you_mean
 from gpufleet.errors import ConfigIssue, InputError
 
 #: Past this many nodes (aliases expanded) a file is refused: a stack file is a few hundred.
@@ -48,6 +50,11 @@ def render_file_path(parts: list[Any]) -> str:
 def read_stack_document(path: Path) -> dict[str, Any]:
     """The stack file as plain data. Raises InputError (unreadable, not UTF-8, not YAML) or ConfigError
     (empty, not a mapping, duplicate keys)."""
+    return read_stack_nodes(path)[0]
+
+
+def read_stack_nodes(path: Path) -> tuple[dict[str, Any], yaml.MappingNode]:
+    """The stack file as plain data and as YAML nodes (which know their lines), as read_stack_document."""
     name = path.name
     try:
         raw = path.read_bytes()
@@ -72,7 +79,7 @@ def read_stack_document(path: Path) -> dict[str, Any]:
     if issues:
         raise config_error(name, issues)
     try:
-        return _Loader("").construct_document(node)
+        return _Loader("").construct_document(node), node
     except yaml.YAMLError as e:
         raise InputError(f"{name}: not valid YAML: {_one_line(e)}") from None
 
@@ -143,7 +150,7 @@ def _structure_issues(root: yaml.MappingNode) -> list[ConfigIssue]:
                     where = f"twice on line {line}" if earlier == line else f"lines {earlier} and {line}"
                     issues.append(ConfigIssue(render_file_path([*parts, key]),
                                               f"duplicate key {key!r} ({where}); YAML would silently keep the "
-                                              "last one: remove or rename one"))
+                                              "last one: remove or rename one", line))
                 elif key is not None:
                     try:
                         first_line[key] = line
@@ -169,6 +176,56 @@ def _same_config_key_issues(config: yaml.MappingNode) -> list[ConfigIssue]:
         if full in spelled and spelled[full][0] != knode.value:
             other, other_line = spelled[full]
             issues.append(ConfigIssue(full, f"given twice, as '{other}' (line {other_line}) and '{knode.value}' "
-                                      f"(line {line}); Pulumi reads both as {full}: keep one"))
+                                      f"(line {line}); Pulumi reads both as {full}: keep one", line))
         spelled.setdefault(full, (knode.value, line))
     return issues
+
+
+def line_of(root: yaml.MappingNode, path: str) -> int | None:
+    """The line of the stack file that a config path (`gpufleet:nodePools[0].gpu.count`) names: its key's, or
+    the nearest enclosing one's when the key is absent (a required key missing). A key the path spells as
+    meant finds its misspelling in the file (nodePools finds `nodepools:`). None outside `config:`."""
+    key, config = next(((k, v) for k, v in root.value
+                        if isinstance(k, yaml.ScalarNode) and k.value == "config"), (None, None))
+    if path == "config" and key is not None:
+        return key.start_mark.line + 1
+    if not isinstance(config, yaml.MappingNode):
+        return None
+    node, rest, line = config, path, None
+    while rest:
+        if isinstance(node, yaml.SequenceNode) and rest.startswith("["):
+            index, _, after = rest[1:].partition("]")
+            if not index.isdigit() or int(index) >= len(node.value):
+                break
+            node, rest = node.value[int(index)], after
+            line = node.start_mark.line + 1
+        elif isinstance(node, yaml.MappingNode) and (node is config or rest.startswith(".")):
+            if node is config:
+                found = _entry(node, rest, config_key_path, rest.partition(":")[0] + ":")
+            else:
+                found = _entry(node, rest, lambda key: f".{key}", ".")
+            if found is None:
+                break
+            knode, node, rest = found
+            line = knode.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _entry(node: yaml.MappingNode, rest: str, spelled, lead: str) -> tuple[yaml.Node, yaml.Node, str] | None:
+    """The entry of `node` that `rest` starts with, each key written as `spelled(key)` (the longest: keys may
+    hold dots), else the one whose key is a misspelling of the path's next key (after `lead`, `.` or the
+    namespace); (key node, value node, what is left of `rest`)."""
+    keys = [(k, v, spelled(k.value)) for k, v in node.value
+            if isinstance(k, yaml.ScalarNode) and isinstance(k.value, str)]
+    exact = [(k, v, w) for k, v, w in keys
+             if rest.startswith(w) and rest[len(w):len(w) + 1] in ("", ".", "[")]
+    if exact:
+        k, v, written = max(exact, key=lambda e: len(e[2]))
+        return k, v, rest[len(written):]
+    name = re.split(r"[.\[]", rest[len(lead):], maxsplit=1)[0]
+    for k, v, written in keys:
+        if written.startswith(lead) and did_you_mean(written[len(lead):], [name]) == name:
+            return k, v, rest[len(lead) + len(name):]
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def test_config_error_writes_nothing_and_keeps_the_previous_output(project, tmp_
     before = snapshot(tmp_path)
     for command in ["charts", "plan"]:
         result = gpufleet(command, "--stack", "dev", "--out", out, cwd=project)
-        assert result.returncode == 2 and "Pulumi.dev.yaml: gpufleet:mode:" in result.stderr
+        assert result.returncode == 2 and re.search(r"^Pulumi\.dev\.yaml:\d+: gpufleet:mode: ", result.stderr, re.M)
         assert snapshot(tmp_path) == before
 
 

@@ -134,7 +134,7 @@ def test_a_plain_text_value_for_the_key_is_refused(project, cli):
                                                            f"  gpufleet:hfToken: {SENTINEL}\n"))
     result = cli("plan", "--stack", "sec", "--project-dir", project, "--no-policies")
     assert result.code == 2
-    assert result.err.strip() == ("Pulumi.sec.yaml: gpufleet:hfToken: a workload reads hfToken as a secret, but it "
+    assert result.err.strip() == ("Pulumi.sec.yaml:2: gpufleet:hfToken: a workload reads hfToken as a secret, but it "
                                   "is set in plain text; allowed: a secret value: pulumi config set --secret hfToken <value>")
     assert SENTINEL not in result.err and SENTINEL not in result.out
 

@@ -3,6 +3,7 @@ would make gpufleet write outside --out. Run as the user runs it: `gpufleet plan
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_duplicate_key_in_a_workload_names_both_lines_and_the_path(project):
       namespace: prod
 """)
     assert issues_of(project) == [
-        "Pulumi.t.yaml: gpufleet:workloads[0].namespace: duplicate key 'namespace' (lines 6 and 7); YAML would "
+        "Pulumi.t.yaml:7: gpufleet:workloads[0].namespace: duplicate key 'namespace' (lines 6 and 7); YAML would "
         "silently keep the last one: remove or rename one"]
 
 
@@ -63,9 +64,9 @@ def test_duplicate_config_key_and_duplicate_env_are_all_reported(project):
   gpufleet:mode: standalone
 """)
     lines = issues_of(project)
-    assert "Pulumi.t.yaml: gpufleet:workloads[0].env.A: duplicate key 'A' (twice on line 7); YAML would silently " \
+    assert "Pulumi.t.yaml:7: gpufleet:workloads[0].env.A: duplicate key 'A' (twice on line 7); YAML would silently " \
            "keep the last one: remove or rename one" in lines
-    assert any(line.startswith("Pulumi.t.yaml: gpufleet:mode: duplicate key 'gpufleet:mode' (lines 2 and 8)")
+    assert any(line.startswith("Pulumi.t.yaml:8: gpufleet:mode: duplicate key 'gpufleet:mode' (lines 2 and 8)")
                for line in lines)
     assert len(lines) == 2
 
@@ -73,13 +74,13 @@ def test_duplicate_config_key_and_duplicate_env_are_all_reported(project):
 def test_short_and_namespaced_spelling_of_one_config_key_clash(project):
     write(project, "config:\n  mode: operator\n  gpufleet:mode: standalone\n")
     assert issues_of(project) == [
-        "Pulumi.t.yaml: gpufleet:mode: given twice, as 'mode' (line 2) and 'gpufleet:mode' (line 3); Pulumi reads "
+        "Pulumi.t.yaml:3: gpufleet:mode: given twice, as 'mode' (line 2) and 'gpufleet:mode' (line 3); Pulumi reads "
         "both as gpufleet:mode: keep one"]
 
 
 def test_duplicate_top_level_key(project):
     write(project, "config: {}\nconfig:\n  gpufleet:mode: operator\n")
-    assert issues_of(project) == ["Pulumi.t.yaml: config: duplicate key 'config' (lines 1 and 2); YAML would "
+    assert issues_of(project) == ["Pulumi.t.yaml:2: config: duplicate key 'config' (lines 1 and 2); YAML would "
                                   "silently keep the last one: remove or rename one"]
 
 
@@ -103,7 +104,7 @@ def test_equal_keys_in_different_mappings_are_fine(project):
 def test_a_file_that_is_not_a_stack_mapping_is_refused(project, text, message):
     write(project, text)
     (line,) = issues_of(project)
-    assert line.startswith("Pulumi.t.yaml: ") and message in line
+    assert re.match(r"Pulumi\.t\.yaml(:1)?: ", line) and message in line
 
 
 def test_a_file_that_is_not_utf8_is_refused_with_the_offset(project):
@@ -133,7 +134,7 @@ def test_plan_refuses_a_namespace_that_is_a_path_and_writes_nothing(project, cli
     result = cli("plan", "--stack", "t", "--project-dir", project, "--out", out, "--no-policies")
     assert result.code == 2
     assert result.err.strip().splitlines() == [
-        "Pulumi.t.yaml: gpufleet:operator.namespace: not a valid namespace name: a lowercase RFC 1123 label must "
+        "Pulumi.t.yaml:3: gpufleet:operator.namespace: not a valid namespace name: a lowercase RFC 1123 label must "
         "consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
         "character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); "
         "got \"../../escaped\""]
@@ -146,4 +147,4 @@ def test_plan_refuses_duplicate_keys_through_the_cli(project, cli):
     write(project, "config:\n  gpufleet:mode: operator\n  gpufleet:mode: standalone\n")
     result = cli("plan", "--stack", "t", "--project-dir", project, "--no-policies")
     assert result.code == 2
-    assert "Pulumi.t.yaml: gpufleet:mode: duplicate key 'gpufleet:mode' (lines 2 and 3)" in result.err
+    assert "Pulumi.t.yaml:3: gpufleet:mode: duplicate key 'gpufleet:mode' (lines 2 and 3)" in result.err

@@ -141,8 +141,8 @@ def test_cli_plan_on_broken_config_exits_2_naming_every_path_without_traceback(t
     (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(stack))
     result = run_cli("plan", "--stack", "broken", "--project-dir", str(tmp_path), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert "Pulumi.broken.yaml: gpufleet:mode:" in result.stderr
-    assert "Pulumi.broken.yaml: gpufleet:workloads[1].gpu.count:" in result.stderr
+    assert "Pulumi.broken.yaml:13: gpufleet:mode:" in result.stderr
+    assert "Pulumi.broken.yaml:52: gpufleet:workloads[1].gpu.count:" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "out").exists()  # nothing written half-way
 
