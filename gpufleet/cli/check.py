@@ -67,8 +67,13 @@ def _print_human(result: "CheckResult") -> None:
                 console.print(Text(f"{u.workload}: admitted {u.admitted or 0} of {(u.admitted or 0) + u.pending} "
                                    f"pods; the rest refused by {u.refused_by}"), highlight=False)
         for u in result.unschedulable:
-            if u.blocked is not None:
+            if u.blocked is not None or u.defaulted:
                 console.print(Text(u.workload), highlight=False)
+            if u.defaulted:  # requests the template does not make: which LimitRange put them there
+                from gpufleet.scheduling.admission.model import defaulted_words
+
+                console.print(Text(f"  defaults: {defaulted_words(u.defaulted)}"), highlight=False, soft_wrap=True)
+            if u.blocked is not None:
                 _print_blocked(console, u.blocked)
     for w in result.warnings:
         console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)

@@ -14,6 +14,7 @@ first run). For a Pending or warned workload, `blocked` names who holds the node
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from typing import Iterable, Sequence
 
@@ -140,6 +141,10 @@ class _Check:
                 except GpufleetError as e:
                     raise InputError(f"{self.workloads[index].key}: {e}") from e
         result.warnings += [w for ws in warned.values() for w in ws]  # about quota objects, not workloads
+        defaulted = self.admission.defaulted if self.admission is not None else {}
+        if defaulted:  # each explanation says which LimitRange put in a request the template does not make
+            result.unschedulable = [dataclasses.replace(u, defaulted=tuple(defaulted[u.workload]))
+                                    if u.workload in defaulted else u for u in result.unschedulable]
 
     def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict:
         """Per workload, its pods against the others, when any pod of the check has topology spread or pod

@@ -50,6 +50,9 @@ class Unschedulable:
     is then the replicas refused."""
     refused_by: str = ""
     """The object that refused them, e.g. ResourceQuota/ml/gpu-quota."""
+    defaulted: tuple = ()
+    """The requests and limits LimitRange defaults put into its pods (admission.Defaulted): where a request the
+    template does not make came from."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
@@ -57,6 +60,8 @@ class Unschedulable:
             out["admitted"] = self.admitted
         if self.refused_by:
             out["refusedBy"] = self.refused_by
+        if self.defaulted:
+            out["defaultedBy"] = [d.to_json() for d in self.defaulted]
         if self.blocked is not None:
             out["blockedBy"] = self.blocked.to_json()
         return out

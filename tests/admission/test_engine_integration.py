@@ -40,3 +40,35 @@ def test_gpus_a_limit_range_defaults_into_cpu_pods_leave_some_pending():
 def test_namespaces_without_admission_objects_check_as_before():
     objs = [quota({"requests.nvidia.com/gpu": 1}, namespace="elsewhere"), deployment("d", 2, pod_spec())]
     assert check_workloads([node("a", 8)], [], objs).to_json()["unschedulable"] == []
+
+
+def test_a_gpu_a_limit_range_defaults_into_a_cpu_deployment_names_that_limit_range():
+    objs = [limit_range({"type": "Container", "default": {GPU: 1}}, name="gpu-defaults"),
+            in_ns(deployment("web", 2, pod_spec(container(requests={"cpu": "100m"}))))]
+    [u] = check_workloads([node("cpu-only")], [], objs).to_json()["unschedulable"]
+    assert (u["workload"], u["reason"]) == ("Deployment/ml/web", "pending")
+    assert u["defaultedBy"] == [
+        {"container": "main", "part": part, "resource": GPU, "value": "1", "limitRange": "LimitRange/ml/gpu-defaults"}
+        for part in ("limits", "requests")]
+
+
+def test_requests_the_template_makes_itself_name_no_limit_range():
+    objs = [limit_range({"type": "Container", "default": {GPU: 1}}),
+            in_ns(deployment("web", 2, pod_spec(container(limits={GPU: 1}))))]
+    [u] = check_workloads([node("cpu-only")], [], objs).to_json()["unschedulable"]
+    assert "defaultedBy" not in u
+
+
+def test_check_prints_which_limit_range_put_the_gpu_in(cli, tmp_path):
+    import json
+
+    import yaml
+
+    objs = [limit_range({"type": "Container", "default": {GPU: 1}}, name="gpu-defaults"),
+            in_ns(deployment("web", 2, pod_spec(container(requests={"cpu": "100m"}))))]
+    (tmp_path / "app.yaml").write_text(yaml.safe_dump_all(objs))
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("cpu-only")]}))
+    r = cli("check", "--nodes", tmp_path / "nodes.json", tmp_path / "app.yaml")
+    assert r.code == 1
+    assert ("  defaults: nvidia.com/gpu 1 (requests and limits of container main) comes from "
+            "LimitRange/ml/gpu-defaults's default: the template sets none") in r.out

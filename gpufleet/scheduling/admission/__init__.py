@@ -23,13 +23,13 @@ from typing import Any
 
 from gpufleet.scheduling.admission.kueue import GROUP, KueueState, queue_name
 from gpufleet.scheduling.admission.limitrange import LimitRange, aggregate, inject_defaults, limit_range, violations
-from gpufleet.scheduling.admission.model import Admission, AdmissionWarning, Rejection
+from gpufleet.scheduling.admission.model import Admission, AdmissionWarning, Defaulted, Rejection
 from gpufleet.scheduling.admission.pods import pod_name, with_defaulted_requests
 from gpufleet.scheduling.admission.priority import PriorityClass, resolve
 from gpufleet.scheduling.admission.quota import Quota, QuotaState, quota_key_warnings, quota_of
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workload_of
 
-__all__ = ["Admission", "AdmissionWarning", "Rejection", "admit"]
+__all__ = ["Admission", "AdmissionWarning", "Defaulted", "Rejection", "admit"]
 
 QUEUED_KINDS = ("Job", "CronJob")
 
@@ -120,7 +120,10 @@ def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, foun
     from gpufleet.validation.resources import aggregate as field_aggregate, spec_errors
 
     spec = with_defaulted_requests(w.spec)
-    changed = inject_defaults(spec, ranges)
+    defaulted = inject_defaults(spec, ranges)
+    if defaulted:
+        result.defaulted[w.key] = defaulted
+    changed = bool(defaulted)
     priority = resolve(spec, found.classes, found.classes_known)
     if priority.error is not None:
         return _refuse(w, result, 0, f"PriorityClass/{_dict(w.spec).get('priorityClassName')}", priority.error,

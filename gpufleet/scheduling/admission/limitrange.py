@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpufleet.scheduling.admission.model import Defaulted
 from gpufleet.scheduling.admission.pods import containers, pod_limits, pod_requests, quantities, requests_limits
 from gpufleet.scheduling.admission.quantities import Q
 
@@ -71,10 +72,10 @@ def limit_range(namespace: str, name: str, spec: object) -> LimitRange:
     return LimitRange(namespace, name, items)
 
 
-def inject_defaults(spec: dict, ranges: list[LimitRange]) -> bool:
+def inject_defaults(spec: dict, ranges: list[LimitRange]) -> list[Defaulted]:
     """Merge each LimitRange's Container defaults into `spec` in place (a spec whose requests were already
-    defaulted from limits); True when anything was set."""
-    changed = False
+    defaulted from limits); what was set, each with the LimitRange it came from (empty: nothing)."""
+    changed: list[Defaulted] = []
     for lr in ranges:
         requests: dict[str, Q] = {}
         limits: dict[str, Q] = {}
@@ -85,6 +86,7 @@ def inject_defaults(spec: dict, ranges: list[LimitRange]) -> bool:
         if not requests and not limits:
             continue
         for _, _, c in containers(spec):
+            container = str(c.get("name") or "")
             resources = c.get("resources")
             if not isinstance(resources, dict):
                 resources = c["resources"] = {}
@@ -95,7 +97,7 @@ def inject_defaults(spec: dict, ranges: list[LimitRange]) -> bool:
                 for name, value in defaults.items():
                     if name not in current:
                         current[name] = str(value)
-                        changed = True
+                        changed.append(Defaulted(container, part, name, str(value), lr.ref))
     return changed
 
 

@@ -33,6 +33,34 @@ class Rejection:
 
 
 @dataclass(frozen=True)
+class Defaulted:
+    """One value a LimitRange's Container default put into a container that did not set it."""
+
+    container: str
+    part: str
+    """requests or limits"""
+    resource: str
+    value: str
+    limit_range: str
+    """LimitRange/namespace/name"""
+
+    def to_json(self) -> dict:
+        return {"container": self.container, "part": self.part, "resource": self.resource, "value": self.value,
+                "limitRange": self.limit_range}
+
+
+def defaulted_words(entries) -> str:
+    """Where requests the template did not set came from, one clause per value:
+    `nvidia.com/gpu 1 (requests and limits of container c) comes from LimitRange/ml/gpu-defaults's default`."""
+    parts: dict[tuple[str, str, str, str], list[str]] = {}
+    for d in entries:
+        parts.setdefault((d.resource, d.value, d.container, d.limit_range), []).append(d.part)
+    return "; ".join(f"{resource} {value} ({' and '.join(sorted(p, reverse=True))} of container "
+                     f"{container or '(unnamed)'}) comes from {ref}'s default: the template sets none (a value "
+                     "set there overrides it)" for (resource, value, container, ref), p in parts.items())
+
+
+@dataclass(frozen=True)
 class AdmissionWarning:
     """Something admission will not refuse but the user should know: a quota item that limits nothing, a Kueue
     Job that waits for quota in use, an object gpufleet could not read."""
@@ -51,3 +79,5 @@ class Admission:
     workloads: list[PodWorkload]
     rejections: list[Rejection] = field(default_factory=list)
     warnings: list[AdmissionWarning] = field(default_factory=list)
+    defaulted: dict[str, list[Defaulted]] = field(default_factory=dict)
+    """Per workload key, the values LimitRange defaults put into its containers (the template set none)."""
