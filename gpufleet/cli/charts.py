@@ -20,7 +20,8 @@ def _repo_path(out: Path) -> str:
 
 
 def command(
-    stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
+    stack: str = typer.Option("dev", "--stack", "-s",
+                              help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path."),
     out: Path = typer.Option(..., "--out", help="Directory to write the chart, upstream values and GitOps files "
                              "to (a new or empty directory, or an earlier `charts --out` of gpufleet's)."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
@@ -29,9 +30,10 @@ def command(
     revision: str = typer.Option("main", "--revision", help="Branch Argo CD / Flux follow."),
 ) -> None:
     """Generate the stack's Helm chart, the NVIDIA chart values and Argo CD / Flux manifests."""
-    from gpufleet.cli._project import protected_dirs, require_project
+    from gpufleet.cli._project import protected_dirs, require_project, stack_and_project
     from gpufleet.outdir import check_target
 
+    stack, project_dir = stack_and_project(stack, project_dir)
     require_project(project_dir)
     protected = protected_dirs(project_dir)
     check_target(out, protected)

@@ -13,7 +13,8 @@ import typer
 
 
 def command(
-    stack: str = typer.Option("dev", "--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml."),
+    stack: str = typer.Option("dev", "--stack", "-s",
+                              help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path."),
     out: Path | None = typer.Option(None, "--out", help="Write plan.json and one manifest per resource here "
                                     "(a new or empty directory, or an earlier `plan --out` of gpufleet's)."),
     project_dir: Path = typer.Option(Path("."), "--project-dir", help="Directory holding Pulumi.yaml."),
@@ -31,9 +32,10 @@ def command(
     """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
     Then run the policy pack (policies/) over it as `pulumi preview --policy-pack` would; exit 1 on a
     mandatory violation. Nothing is written unless the plan and the pack pass."""
-    from gpufleet.cli._project import protected_dirs, require_project
+    from gpufleet.cli._project import protected_dirs, require_project, stack_and_project
     from gpufleet.outdir import check_target
 
+    stack, project_dir = stack_and_project(stack, project_dir)
     require_project(project_dir)
     protected = protected_dirs(project_dir)
     if out is not None:

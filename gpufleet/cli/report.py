@@ -38,8 +38,10 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
         if nodes is not None or pods is not None or manifests or kubeconfig is not None or context is not None:
             raise InputError("--stack plans nodes and workloads from the stack file; do not also give --nodes, "
                              "--pods, --kubeconfig, --context or MANIFEST arguments")
+        from gpufleet.cli._project import stack_and_project
         from gpufleet.config.loading import load_stack
 
+        stack, project_dir = stack_and_project(stack, project_dir)
         loaded = load_stack(stack, project_dir)
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
@@ -61,7 +63,8 @@ def command(
     manifests: Annotated[Optional[list[Path]], typer.Argument(metavar="MANIFEST",
         help="With --nodes: YAML files or directories of workloads (multi-document).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
-    stack: Annotated[Optional[str], typer.Option("--stack", "-s", help="Stack name: reads Pulumi.<stack>.yaml.")] = None,
+    stack: Annotated[Optional[str], typer.Option(
+        "--stack", "-s", help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path.")] = None,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="Directory holding Pulumi.yaml.")] = Path("."),
     nodes: NodesOption = None,
     pods: PodsOption = None,
