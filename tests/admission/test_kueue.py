@@ -41,7 +41,7 @@ def test_a_job_larger_than_the_nominal_quota_without_a_cohort_never_fits():
     result = admitted(*kueue(cluster_queue("cq", {"h100": {GPU: 16}})), gpu_job("train", 3, per_pod=8))
     [r] = result.rejections
     assert r.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
-                        "h100, request > maximum capacity (24 > 16)")
+                        "h100, previously considered podsets requests (0) + current podset request (24) > maximum capacity (16)")
     assert r.message == f'Job.batch "train" is never admitted by Kueue: {r.reason}'
 
 
@@ -49,14 +49,15 @@ def test_every_flavor_is_tried_and_named():
     cq = cluster_queue("cq", {"a100": {GPU: 8}, "h100": {GPU: 16}})
     result = admitted(*kueue(cq, flavors=("a100", "h100")), gpu_job("train", 3, per_pod=8))
     assert result.rejections[0].reason == (
-        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, request > "
-        "maximum capacity (24 > 8), insufficient quota for nvidia.com/gpu in flavor h100, request > maximum "
-        "capacity (24 > 16)")
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor a100, previously "
+        "considered podsets requests (0) + current podset request (24) > maximum capacity (8), insufficient quota "
+        "for nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + current podset request (24) "
+        "> maximum capacity (16)")
 
 
 @pytest.mark.parametrize("borrowing, outcome", [
     pytest.param(None, "admitted", id="borrows the whole cohort"),
-    pytest.param(4, "(16 > 12)", id="borrowing limit caps it"),
+    pytest.param(4, "(16) > maximum capacity (12)", id="borrowing limit caps it"),
 ])
 def test_borrowing_within_the_cohort(borrowing, outcome):
     cq = cluster_queue("cq", {"h100": {GPU: 8}}, cohort="all",
@@ -66,14 +67,14 @@ def test_borrowing_within_the_cohort(borrowing, outcome):
     if outcome == "admitted":
         assert result.rejections == [] and result.workloads[0].replicas == 2
     else:
-        assert result.rejections[0].reason.endswith(f"request > maximum capacity {outcome}")
+        assert result.rejections[0].reason.endswith(f"current podset request {outcome}")
 
 
 def test_a_lending_limit_keeps_part_of_the_other_queues_quota_out_of_reach():
     cq = cluster_queue("cq", {"h100": {GPU: 8}}, cohort="all")
     other = cluster_queue("other", {"h100": {GPU: 8}}, cohort="all", lending={"h100": {GPU: 2}})
     result = admitted(*kueue(cq, other), gpu_job("train", 2, per_pod=8))
-    assert result.rejections[0].reason.endswith("request > maximum capacity (16 > 10)")
+    assert result.rejections[0].reason.endswith("current podset request (16) > maximum capacity (10)")
 
 
 def test_a_job_that_must_wait_for_quota_in_use_is_a_warning_and_starts_no_pods():
@@ -121,7 +122,8 @@ def test_a_flavor_that_contradicts_the_node_selector_is_skipped_and_named():
     result = admitted(*flavors, cq, local_queue("team", "cq"), gpu_job("train", 1, per_pod=8, nodeSelector={"pool": "h100"}))
     assert result.rejections[0].reason == (
         "couldn't assign flavors to pod set main: flavor a100 doesn't match node affinity, insufficient quota for "
-        "nvidia.com/gpu in flavor h100, request > maximum capacity (8 > 4)")
+        "nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + current podset request (8) > "
+        "maximum capacity (4)")
 
 
 def test_a_resource_the_cluster_queue_does_not_cover():
@@ -135,10 +137,40 @@ def test_a_namespace_the_cluster_queue_does_not_select():
     cq = cluster_queue("cq", {"h100": {GPU: 16}}, namespace_selector={"matchLabels": {"team": "research"}})
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "prod"}}}
     result = admitted(ns, resource_flavor("h100"), cq, local_queue("team", "cq"), gpu_job("train", 1))
-    assert result.rejections[0].reason == "Workload namespace doesn't match ClusterQueue selector"
+    assert result.rejections[0].reason == "workload namespace doesn't match ClusterQueue selector"
 
 
 def test_jobs_without_a_queue_name_are_untouched():
     plain = in_ns(job("plain", 4, pod_spec(container(limits={GPU: 8}))))
     result = admitted(*kueue(cluster_queue("cq", {"h100": {GPU: 1}})), plain)
     assert result.rejections == [] and result.workloads[0].spec is plain["spec"]["template"]["spec"]
+
+
+def test_the_reasons_are_sorted_as_kueues_status_message_sorts_them():
+    cq = cluster_queue("cq", {"h100": {GPU: 4}, "a100": {GPU: 16}})
+    flavors = [resource_flavor("h100", {"pool": "h100"}), resource_flavor("a100", {"pool": "a100"})]
+    result = admitted(*flavors, cq, local_queue("team", "cq"), gpu_job("train", 1, per_pod=8, nodeSelector={"pool": "h100"}))
+    # tried h100 first, then a100; the message lists a100's reason first
+    assert result.rejections[0].reason == (
+        "couldn't assign flavors to pod set main: flavor a100 doesn't match node affinity, insufficient quota for "
+        "nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + current podset request (8) > "
+        "maximum capacity (4)")
+
+
+def test_every_resource_of_a_flavor_is_checked_after_one_can_never_fit():
+    cq = cluster_queue("cq", {"h100": {GPU: 4, "cpu": 2}})
+    job_ = queued(in_ns(job("train", 1, pod_spec(container(limits={GPU: 8, "cpu": "4"})))), "team")
+    result = admitted(*kueue(cq), job_)
+    assert result.rejections[0].reason == (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor h100, previously considered "
+        "podsets requests (0) + current podset request (4) > maximum capacity (2), insufficient quota for "
+        "nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + current podset request (8) > "
+        "maximum capacity (4)")
+
+
+def test_only_one_resource_the_cluster_queue_does_not_cover_is_named():
+    cq = cluster_queue("cq", {"h100": {"memory": "64Gi"}})
+    job_ = queued(in_ns(job("train", 1, pod_spec(container(limits={GPU: 1, "cpu": "1"})))), "team")
+    result = admitted(resource_flavor("h100"), cq, local_queue("team", "cq"), job_)
+    assert result.rejections[0].reason == ("couldn't assign flavors to pod set main: resource cpu unavailable in "
+                                           "ClusterQueue")

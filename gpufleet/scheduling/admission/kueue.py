@@ -1,20 +1,27 @@
 """Kueue's admission of queued Jobs: the LocalQueue and ClusterQueue a Job is queued to, and the flavor
 assignment that reserves quota for its pods, in Kueue's own words.
 
-Read at kubernetes-sigs/kueue `pkg/scheduler/flavorassigner/flavorassigner.go` (stored index commit
-2ca1f53a674b) and `pkg/controller/core/workload_controller.go`:
+Follows Kueue release v0.19.2 (kubernetes-sigs/kueue tag v0.19.2, commit 8eab68778fc1, 2026-08-20), read at
+`pkg/scheduler/flavorassigner/flavorassigner.go`, `pkg/controller/core/workload_controller.go`
+(getQueueBlocker), `pkg/workload/resources.go` (ErrNamespaceMismatch) and `pkg/resources/resource_formatter.go`:
 - a Workload whose LocalQueue does not exist is inadmissible: `LocalQueue NAME doesn't exist`; likewise
-  `ClusterQueue NAME doesn't exist`; a stopped queue: `... is inactive`;
+  `ClusterQueue NAME doesn't exist`; a stopped queue: `... is inactive`; a namespace the ClusterQueue's
+  selector leaves out: `workload namespace doesn't match ClusterQueue selector`;
+- a requested resource no resource group covers ends the search: `resource R unavailable in ClusterQueue`
+  (the first one met; Go walks the requests in map order, gpufleet by name);
 - per resource group, flavors are tried in order: a flavor whose `nodeTaints` (NoSchedule/NoExecute) the pod
   and the flavor's `tolerations` do not tolerate is skipped (`untolerated taint K=V:E in flavor F`), as is one
   whose `nodeLabels` contradict the pod's nodeSelector on the flavor's own label keys (`flavor F doesn't
   match node affinity`);
-- per resource, the pod set's total request against the flavor's quota: above the most the ClusterQueue could
-  ever get (nominal quota, plus what it may borrow in its cohort: the other members' lendable quota, capped by
-  its borrowingLimit) it can never fit: `insufficient quota for R in flavor F, request > maximum capacity
-  (REQ > MAX)`; within that but above what is unused now it waits: `insufficient unused quota for R in flavor
-  F, N more needed`; the first flavor that fits is assigned;
-- the condition message joins the reasons: `couldn't assign flavors to pod set main: ...`.
+- per resource of a flavor (every one is checked, also after one cannot fit), the pod set's total request
+  against the flavor's quota: above the most the ClusterQueue could ever get (nominal quota, plus what it may
+  borrow in its cohort: the other members' lendable quota, capped by its borrowingLimit) it can never fit:
+  `insufficient quota for R in flavor F, previously considered podsets requests (A) + current podset request
+  (B) > maximum capacity (C)` (A is 0: gpufleet reads one pod set); within that but above what is unused now
+  it waits: `insufficient unused quota for R in flavor F, N more needed`; the first flavor that fits is
+  assigned;
+- a resource group no flavor can ever fit replaces the reasons gathered so far; the condition message is
+  `couldn't assign flavors to pod set main: ` and the reasons sorted (Status.Message), joined by `, `.
 An admitted Job's pods get the flavor's `nodeLabels` in their nodeSelector and its `tolerations`.
 
 Not modelled: preemption within the ClusterQueue or cohort (a Job that waits may get in by preempting lower
@@ -215,31 +222,29 @@ class KueueState:
             return "wait", ref, f"ClusterQueue {cq.name} is inactive", None
         labels = self.namespace_labels.get(namespace, {"kubernetes.io/metadata.name": namespace})
         if not selector_matches(cq.namespace_selector, labels):
-            return "never", ref, "Workload namespace doesn't match ClusterQueue selector", None
+            return "never", ref, "workload namespace doesn't match ClusterQueue selector", None
         per_pod = pod_requests(spec)
         covered = {r for group, _ in cq.groups for r in group}
         wanted = {r: units(r, v) * count for r, v in sorted(per_pod.items()) if units(r, v) > 0}
         if "pods" in covered:
             wanted["pods"] = count
-        reasons: list[str] = []
-        for r in sorted(wanted):
-            if r not in covered:
-                reasons.append(f"resource {r} unavailable in ClusterQueue")
-        if reasons:
-            return "never", ref, f"couldn't assign flavors to pod set {POD_SET}: " + ", ".join(reasons), None
+        uncovered = sorted(r for r in wanted if r not in covered)
+        if uncovered:  # the first resource found without a group ends the search (Go map order: any of them)
+            return "never", ref, _message([f"resource {uncovered[0]} unavailable in ClusterQueue"]), None
         chosen: list[tuple[Flavor, dict[str, int]]] = []
-        outcome = "admitted"
+        reasons: list[str] = []
         for group, flavors in cq.groups:
             asked = {r: v for r, v in wanted.items() if r in group}
             if not asked:
                 continue
-            picked, mode = self._assign(cq, asked, flavors, spec, reasons)
-            if picked is None:
-                outcome = "wait" if mode == "wait" and outcome != "never" else "never"
-            else:
+            picked, mode, group_reasons = self._assign(cq, asked, flavors, spec)
+            if picked is None and mode == "never":  # this group's reasons replace the others'
+                return "never", ref, _message(group_reasons), None
+            reasons += group_reasons
+            if picked is not None:
                 chosen.append((picked, asked))
-        if outcome != "admitted":
-            return outcome, ref, f"couldn't assign flavors to pod set {POD_SET}: " + ", ".join(reasons), None
+        if reasons:
+            return "wait", ref, _message(reasons), None
         out = copy.deepcopy(spec)
         for flavor, asked in chosen:
             for r, v in asked.items():
@@ -255,9 +260,12 @@ class KueueState:
         names = ", ".join(f.name for f, _ in chosen)
         return "admitted", ref, f"Quota reserved in ClusterQueue {cq.name} (flavor {names})", out
 
-    def _assign(self, cq: ClusterQueue, asked: dict[str, int], flavors, spec: dict,
-                reasons: list[str]) -> tuple[Flavor | None, str]:
+    def _assign(self, cq: ClusterQueue, asked: dict[str, int], flavors,
+                spec: dict) -> tuple[Flavor | None, str, list[str]]:
+        """One resource group: the first flavor that fits (no reasons then), else None, "wait" or "never" and
+        every reason of every flavor tried (each resource of a flavor is checked, as Kueue's loop does)."""
         best = "never"
+        reasons: list[str] = []
         tolerations = [t for t in _list(spec.get("tolerations")) if isinstance(t, dict)]
         for name, _ in flavors:
             flavor = self.flavors.get(name)
@@ -272,24 +280,18 @@ class KueueState:
             if not _affinity_matches(spec, flavor.node_labels):
                 reasons.append(f"flavor {name} doesn't match node affinity")
                 continue
-            mode = "fit"
-            for r, val in asked.items():
-                fits = self._fits(cq, name, r, val, reasons)
-                if fits == "never" or (fits == "wait" and mode == "fit"):
-                    mode = fits
-                if fits == "never":
-                    break
+            fits = [self._fits(cq, name, r, val, reasons) for r, val in asked.items()]
+            mode = "never" if "never" in fits else "wait" if "wait" in fits else "fit"
             if mode == "fit":
-                return flavor, "fit"
+                return flavor, "fit", []
             if mode == "wait":
                 best = "wait"
-        return None, best
+        return None, best, reasons
 
     def _fits(self, cq: ClusterQueue, flavor: str, resource: str, val: int, reasons: list[str]) -> str:
         own = cq.quota(flavor, resource)
         if own is None:
-            reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
-                           f"({shown(resource, val)} > {shown(resource, 0)})")
+            reasons.append(_exceeds(resource, flavor, val, 0))
             return "never"
         used = cq.used.get((flavor, resource), 0)
         potential, available = own.nominal, own.nominal - used
@@ -308,11 +310,23 @@ class KueueState:
             potential = own.nominal + borrow
             available = min(own.nominal + borrow - used, own.nominal + lendable - used - consumed)
         if val > potential:
-            reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
-                           f"({shown(resource, val)} > {shown(resource, potential)})")
+            reasons.append(_exceeds(resource, flavor, val, potential))
             return "never"
         if val <= available:
             return "fit"
         reasons.append(f"insufficient unused quota for {resource} in flavor {flavor}, "
                        f"{shown(resource, val - max(available, 0))} more needed")
         return "wait"
+
+
+def _exceeds(resource: str, flavor: str, request: int, capacity: int) -> str:
+    """Kueue's never-fits reason. The one pod set gpufleet reads (main) has no pod set before it, so the
+    requests already considered are 0."""
+    return (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
+            f"({shown(resource, 0)}) + current podset request ({shown(resource, request)}) > maximum capacity "
+            f"({shown(resource, capacity)})")
+
+
+def _message(reasons: list[str]) -> str:
+    """Assignment.Message for the one pod set: its reasons sorted (Status.Message sorts them) and joined."""
+    return f"couldn't assign flavors to pod set {POD_SET}: " + ", ".join(sorted(reasons))
