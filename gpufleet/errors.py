@@ -46,3 +46,11 @@ def one_line(text: str) -> str:
     """`text` with line breaks and other control characters escaped (`\\r`, `\\x00`), so that an error line
     holding a user's value (a name with a newline) stays one line."""
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def yaml_problem(e: Exception) -> str:
+    """A YAML parser's error on one line: `expected ',' or '}', but got ':' (line 5, column 6)` (PyYAML's own
+    text spans several lines and names the file again)."""
+    problem = getattr(e, "problem", None) or " ".join(str(e).split())
+    mark = getattr(e, "problem_mark", None)
+    return problem + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else "")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from gpufleet.discovery.lean import lean_node, lean_pod, without_managed_fields
-from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line
+from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line, yaml_problem
 
 #: Pods the scheduler counts against a node: the informer's field selector (scheduler.go newPodInformer).
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -118,6 +118,24 @@ def find_cluster(kubeconfig: Path | str | None, environ: Mapping[str, str] | Non
     raise NoClusterFound(NO_CLUSTER.format(home=default))
 
 
+def kubeconfig_contexts(files: str) -> list[str] | None:
+    """The context names of the kubeconfig file(s) (os.pathsep-separated, merged as kubectl merges them: the
+    first file that names a context holds it); None when one of them cannot be read."""
+    import yaml
+
+    names: dict[str, None] = {}
+    for file in (f for f in files.split(os.pathsep) if f):
+        try:
+            doc = yaml.safe_load(Path(file).expanduser().read_text())
+        except (OSError, ValueError, yaml.YAMLError):
+            return None
+        entries = doc.get("contexts") if isinstance(doc, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                names.setdefault(entry["name"])
+    return list(names)
+
+
 def _status_words(body: Any, fallback: str) -> tuple[str, str]:
     """(reason, message) of a Status answer; the HTTP reason when the body is no Status."""
     try:
@@ -183,11 +201,23 @@ class KubeconfigCluster:
         except Exception as e:  # noqa: BLE001 - ConfigException, yaml errors, unreadable files: all bad input
             shown = where.files if where.kind == "kubeconfig" else where.origin
             raise DiscoveryUnavailableError(one_line(f"{shown}: cannot use this kubeconfig: "
-                                                     f"{str(e).strip() or type(e).__name__}")) from e
+                                                     f"{self._config_problem(e, where)}")) from e
         cfg.retries = False  # urllib3 must not retry on its own: our retries are bounded and visible
         self.server = cfg.host
         self._api = client.ApiClient(cfg)
         return self._api
+
+    def _config_problem(self, e: Exception, where: Where) -> str:
+        """What is wrong with the kubeconfig, in words: its YAML error on one line; a --context it does not
+        hold, with the contexts it does."""
+        import yaml
+
+        if isinstance(e, yaml.YAMLError):
+            return f"not valid YAML: {yaml_problem(e)}"
+        contexts = kubeconfig_contexts(where.files) if self.context and where.kind == "kubeconfig" else None
+        if contexts is not None and self.context not in contexts:
+            return f"no context {self.context!r}; its contexts: {', '.join(contexts) or '(none)'}"
+        return " ".join(str(e).split()) or type(e).__name__
 
     def origins(self) -> tuple[str, str]:
         self._client()
