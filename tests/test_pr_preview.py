@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from doc_examples import block_containing
 
 SCRIPT = Path("scripts") / "pr-preview"
 SENTINEL = "v1:AAABAPRSENTINELsecretvalue0123456789"
@@ -85,6 +86,11 @@ def pr_preview(base: Path, head: Path, *args: str) -> Preview:
     return Preview(result.returncode, markdown, result.stderr)
 
 
+def more_replicas(text: str) -> str:
+    """my-infer2 at 2 replicas: 2 + 1 + 1 is exactly the T4's four MPS shares."""
+    return text.replace("      name: my-infer2\n", "      name: my-infer2\n      replicas: 2\n", 1)
+
+
 def test_unchanged_pull_request_says_no_changes_and_passes(repo):
     head = pull_request(repo, "unchanged")
     result = pr_preview(repo, head, "--stacks", "dev")
@@ -97,9 +103,7 @@ def test_unchanged_pull_request_says_no_changes_and_passes(repo):
 
 def test_replicas_change_shows_old_and_new_value_and_never_the_secret(repo):
     def change(text: str) -> str:
-        # 2 + 1 + 1 replicas: exactly the T4's four MPS shares
-        text = text.replace("      name: my-infer2\n", "      name: my-infer2\n      replicas: 2\n", 1)
-        return text + f"  gpufleet:notebookToken:\n    secure: {SENTINEL}\n"
+        return more_replicas(text) + f"  gpufleet:notebookToken:\n    secure: {SENTINEL}\n"
 
     head = pull_request(repo, "replicas", edit_dev(change))
     result = pr_preview(repo, head, "--stacks", "dev")
@@ -202,3 +206,32 @@ def test_reports_directory_that_holds_files_is_refused(repo, tmp_path):
     assert result.returncode == 2
     assert f"pr-preview: --reports {tmp_path}: exists and is not an empty directory" in result.stderr
     assert (tmp_path / "mine.html").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("on_branch", [False, True], ids=["edit-on-main", "commit-on-branch"])
+def test_the_readme_steps_preview_a_change_as_written_in_a_fresh_clone(repo, tmp_path, on_branch):
+    """The README's block for a local preview, taken from the README and run as it is written, in a fresh clone
+    (main checked out there) with a change to a stack, left in main's working tree or committed on a branch:
+    the comment, the fleet map and the diff it prints all show the change, and the base's worktree is gone."""
+    steps = block_containing(ROOT / "README.md", "scripts/pr-preview --base").text
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    if on_branch:
+        git(clone, "checkout", "-q", "-b", "more-replicas")
+    edit_dev(more_replicas)(clone)
+    if on_branch:
+        git(clone, "commit", "-q", "-am", "more replicas")
+    (clone / ".venv").symlink_to(ROOT / ".venv")  # what `make plan` creates, ignored by git as there
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "TMPDIR": str(temp)}
+    done = subprocess.run(["bash", "-e", "-c", steps], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    (base,) = temp.iterdir()  # mktemp's directory holds everything the steps wrote
+    comment = (base / "comment.md").read_text()
+    assert "| `dev` | 0 to add, 1 to change, 0 to remove | passed" in comment
+    assert "  | `spec.replicas` | `1` | `2` |" in comment
+    assert "my-infer2" in (base / "fleet" / "dev.html").read_text()
+    assert "| `spec.replicas` | `1` | `2` |" in done.stdout  # plan --diff against the base's plan
+    assert len(git(clone, "worktree", "list").splitlines()) == 1 and not (base / "main").exists()
