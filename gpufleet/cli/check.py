@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 #: Options check, report and headroom share (with discover's live-cluster options).
 NodesOption = Annotated[Optional[Path], typer.Option(
-    "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json (default: read the live cluster).")]
-PodsOption = Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")]
+    "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json; - reads standard input "
+                    "(default: read the live cluster).")]
+PodsOption = Annotated[Optional[Path], typer.Option(
+    "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")]
 ErtOption = Annotated[bool, typer.Option(
     "--extended-resource-toleration", help="The API server runs the ExtendedResourceToleration admission plugin.")]
 
@@ -216,7 +218,8 @@ def capacity_source(nodes: Path | None, pods: Path | None, kubeconfig: Path | No
 
 
 def command(
-    manifests: Annotated[list[Path], typer.Argument(metavar="MANIFEST", help="YAML files or directories (multi-document).")],
+    manifests: Annotated[list[Path], typer.Argument(
+        metavar="MANIFEST", help="YAML files or directories (multi-document); - reads standard input.")],
     nodes: NodesOption = None,
     pods: PodsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (the contract in docs/capacity.md).")] = False,

@@ -124,11 +124,14 @@ def command(
     out: Annotated[Path, typer.Option("--out", help="Where to write capacity.json.")],
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
-    nodes: Annotated[Optional[Path], typer.Option("--nodes", help="`kubectl get nodes -o json` output.")] = None,
-    pods: Annotated[Optional[Path], typer.Option("--pods", help="`kubectl get pods -A -o json` output.")] = None,
+    nodes: Annotated[Optional[Path], typer.Option(
+        "--nodes", help="`kubectl get nodes -o json` output (- reads standard input).")] = None,
+    pods: Annotated[Optional[Path], typer.Option(
+        "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")] = None,
     dra: Annotated[Optional[list[Path]], typer.Option(
         "--dra", help="With --nodes: `kubectl get resourceslices,deviceclasses -o json` and "
-                      "`kubectl get resourceclaims -A -o json` output (repeat the flag for each file).")] = None,
+                      "`kubectl get resourceclaims -A -o json` output, or DRA objects in YAML as `check` "
+                      "reads them (repeat the flag for each file).")] = None,
     nvml: Annotated[bool, typer.Option("--nvml", help="Read this machine's GPUs through NVML.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace --out even when it is not a capacity.json gpufleet wrote.")] = False,

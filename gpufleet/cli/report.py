@@ -61,7 +61,8 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
 
 def command(
     manifests: Annotated[Optional[list[Path]], typer.Argument(metavar="MANIFEST",
-        help="With --nodes: YAML files or directories of workloads (multi-document).")] = None,
+        help="With --nodes: YAML files or directories of workloads (multi-document; - reads standard "
+             "input).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
     stack: Annotated[Optional[str], typer.Option(
         "--stack", "-s", help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path.")] = None,

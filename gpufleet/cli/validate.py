@@ -13,7 +13,8 @@ DEFAULT_KUBE_VERSION = ClusterConfig().kubernetes_version
 
 
 def command(
-    paths: list[Path] = typer.Argument(..., metavar="PATH", help="Manifest files (multi-document YAML) or directories."),
+    paths: list[Path] = typer.Argument(..., metavar="PATH", help="Manifest files (multi-document YAML) or "
+                                       "directories; - reads standard input."),
     kube_version: str = typer.Option(DEFAULT_KUBE_VERSION, "--kube-version",
                                      help="Kubernetes version to validate against (cluster.kubernetesVersion)."),
 ) -> None:

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from gpufleet.errors import InputError, one_line
+from gpufleet.errors import InputError, one_line, yaml_problem
+from gpufleet.inputs import read_text
 
 __all__ = ["ClusterSource", "FileCluster", "NullCluster", "list_items",
            "read_dra", "read_json", "read_list"]
@@ -54,23 +55,32 @@ DRA_WHAT = ("the output of `kubectl get resourceslices,deviceclasses -o json` or
 
 
 def read_dra(path: Path) -> list[dict]:
-    """The DRA objects of a kubectl file (a List or one object); InputError names each item of another kind."""
-    doc = read_json(path, DRA_WHAT)
-    if isinstance(doc, dict) and doc.get("kind") in DRA_LISTED.values():
-        return [doc]
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise InputError(f"{path}: expected {DRA_WHAT} (a List of DeviceClass, ResourceSlice or ResourceClaim "
-                         f"objects), got {_type(doc) if not isinstance(doc, dict) else 'an object with no items list'}")
-    errors = []
-    for i, item in enumerate(doc["items"]):
-        kind = item.get("kind") if isinstance(item, dict) else None
-        if kind not in DRA_LISTED.values():
-            errors.append(f"{path}: items[{i}]: kind: expected DeviceClass, ResourceSlice or ResourceClaim "
-                          f"(this file is read as {DRA_WHAT}), got {kind!r}" if isinstance(item, dict) else
-                          f"{path}: items[{i}]: expected a DRA object, got {_type(item)}")
+    """The DRA objects of a file, read as `check` reads manifests: YAML or JSON, one or more documents, each
+    a kubectl List or one object; InputError names each item of another kind."""
+    docs = read_documents(path, DRA_WHAT)
+    found, errors = [], []
+    for n, doc in enumerate(docs, 1):
+        where = f"{path}: document {n}" if len(docs) > 1 else str(path)
+        if isinstance(doc, dict) and doc.get("kind") in DRA_LISTED.values():
+            found.append(doc)
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+            got = _type(doc) if not isinstance(doc, dict) else "an object with no items list"
+            errors.append(f"{where}: expected {DRA_WHAT} (a List of DeviceClass, ResourceSlice or "
+                          f"ResourceClaim objects, or such objects), got {got}")
+            continue
+        for i, item in enumerate(doc["items"]):
+            kind = item.get("kind") if isinstance(item, dict) else None
+            if kind in DRA_LISTED.values():
+                found.append(item)
+            elif isinstance(item, dict):
+                errors.append(f"{where}: items[{i}]: kind: expected DeviceClass, ResourceSlice or "
+                              f"ResourceClaim (this file is read as {DRA_WHAT}), got {kind!r}")
+            else:
+                errors.append(f"{where}: items[{i}]: expected a DRA object, got {_type(item)}")
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
-    return doc["items"]
+    return found
 
 
 #: `kubectl get <resource>` -> the kind of its items.
@@ -82,10 +92,28 @@ def _type(value: object) -> str:
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
 
 
-def read_json(path: Path, what: str) -> object:
-    """A JSON file's content; InputError (one line, naming the file) for a missing, empty or non-JSON file."""
+def read_documents(path: Path, what: str) -> list:
+    """The documents of a YAML or JSON file (multi-document YAML: each; empty documents left out); InputError
+    (one line, naming the file) for a missing, empty or unparsable file."""
+    import yaml
+
+    text = _input_text(path, what)
     try:
-        text = Path(path).read_text()
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not readable as YAML or JSON: {yaml_problem(e)}; expected {what}") from e
+    except (ValueError, RecursionError, OverflowError) as e:  # e.g. a date such as 2024-02-30
+        raise InputError(f"{path}: not readable as YAML or JSON: {e}; expected {what}") from e
+    if not docs:
+        raise InputError(f"{path}: no documents; expected {what}")
+    return docs
+
+
+def _input_text(path: Path, what: str) -> str:
+    """The text of an input file that must hold `what`; InputError (one line) for a missing or empty one."""
+    try:
+        text = read_text(path)
     except FileNotFoundError as e:
         raise InputError(f"{path}: no such file") from e
     except IsADirectoryError as e:
@@ -96,6 +124,12 @@ def read_json(path: Path, what: str) -> object:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
     if not text.strip():
         raise InputError(f"{path}: empty file; expected {what}")
+    return text
+
+
+def read_json(path: Path, what: str) -> object:
+    """A JSON file's content; InputError (one line, naming the file) for a missing, empty or non-JSON file."""
+    text = _input_text(path, what)
     try:
         return json.loads(text)
     except RecursionError as e:

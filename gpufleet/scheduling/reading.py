@@ -14,6 +14,7 @@ import yaml
 
 from gpufleet.capacity.shape import json_type
 from gpufleet.errors import InputError
+from gpufleet.inputs import is_stdin, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -24,7 +25,10 @@ def is_list(doc: Any) -> bool:
 
 
 def manifest_files(path: Path) -> list[Path]:
-    """A file as given; a directory searched recursively for *.yaml, *.yml and *.json (sorted)."""
+    """A file as given (`-`: standard input); a directory searched recursively for *.yaml, *.yml and *.json
+    (sorted)."""
+    if is_stdin(path):
+        return [path]
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
     if not path.exists():
@@ -66,7 +70,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _parse(path: Path) -> tuple[list[Any], str | None]:
     try:
-        text = path.read_text()
+        text = read_text(path)
     except UnicodeDecodeError:
         return [], f"{path}: not a text file (not UTF-8)"
     except OSError as e:

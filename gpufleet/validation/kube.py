@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
 from gpufleet.errors import InputError, one_line
+from gpufleet.inputs import is_stdin, read_text
 from gpufleet.validation.apiserver import object_errors
 from gpufleet.validation.fields import show
 
@@ -190,7 +191,7 @@ def load_file(path: Path) -> list[Any] | Problem:
     """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse.
     Raises InputError when the file cannot be read at all."""
     try:
-        text = path.read_text()
+        text = read_text(path)
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: cannot read: not a text file (not UTF-8)") from e
     except OSError as e:
@@ -218,7 +219,7 @@ def expand(paths: list[Path]) -> list[Path]:
             if not found:
                 missing.append(f"{p}: no *.yaml or *.yml files in this directory")
             files += found
-        elif p.exists():  # a file, or a pipe such as /dev/stdin
+        elif p.exists() or is_stdin(p):  # a file, or a pipe such as /dev/stdin or `-`
             files.append(p)
         else:
             missing.append(f"{p}: no such file or directory")
