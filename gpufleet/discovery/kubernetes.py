@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpufleet.errors import InputError, one_line, yaml_problem
-from gpufleet.inputs import read_text
+from gpufleet.inputs import read_text, template_hint
 
 __all__ = ["ClusterSource", "FileCluster", "NullCluster", "list_items",
            "read_dra", "read_json", "read_list"]
@@ -102,9 +102,11 @@ def read_documents(path: Path, what: str) -> list:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError as e:
-        raise InputError(f"{path}: not readable as YAML or JSON: {yaml_problem(e)}; expected {what}") from e
+        raise InputError(f"{path}: not readable as YAML or JSON: {yaml_problem(e)}; expected {what}"
+                         f"{template_hint(text)}") from e
     except (ValueError, RecursionError, OverflowError) as e:  # e.g. a date such as 2024-02-30
-        raise InputError(f"{path}: not readable as YAML or JSON: {e}; expected {what}") from e
+        raise InputError(f"{path}: not readable as YAML or JSON: {e}; expected {what}"
+                         f"{template_hint(text)}") from e
     if not docs:
         raise InputError(f"{path}: no documents; expected {what}")
     return docs

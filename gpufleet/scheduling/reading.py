@@ -14,7 +14,7 @@ import yaml
 
 from gpufleet.capacity.shape import json_type
 from gpufleet.errors import InputError
-from gpufleet.inputs import is_stdin, read_text
+from gpufleet.inputs import is_stdin, read_text, template_hint
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -81,9 +81,9 @@ def _parse(path: Path) -> tuple[list[Any], str | None]:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        return [], f"{path}: not readable as YAML{where}: {problem}"
+        return [], f"{path}: not readable as YAML{where}: {problem}{template_hint(text)}"
     except (ValueError, RecursionError, OverflowError) as e:  # e.g. a date such as 2024-02-30
-        return [], f"{path}: not readable as YAML: {e}"
+        return [], f"{path}: not readable as YAML: {e}{template_hint(text)}"
 
 
 def _objects(file: str, index: int, doc: Any, errors: list[str]) -> Iterable[Document]:

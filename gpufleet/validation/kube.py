@@ -21,8 +21,8 @@ from kubernetes_validate import utils as kv
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
-from gpufleet.errors import InputError, one_line
-from gpufleet.inputs import is_stdin, read_text
+from gpufleet.errors import InputError, one_line, yaml_problem
+from gpufleet.inputs import is_stdin, read_text, template_hint
 from gpufleet.validation.apiserver import object_errors
 from gpufleet.validation.fields import show
 
@@ -58,12 +58,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML silently keeps the last of duplicate keys; Flux and Argo CD reject such manifests."""
 
 
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    """A key given twice in one mapping: the file reads, and the manifest has a problem."""
+
+
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            raise _DuplicateKey(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
@@ -188,8 +192,8 @@ def validate_documents(docs: list[Any], kube_version: str, file: str = "<input>"
 
 
 def load_file(path: Path) -> list[Any] | Problem:
-    """The documents of a (multi-document) YAML or JSON file; a Problem when it does not parse.
-    Raises InputError when the file cannot be read at all."""
+    """The documents of a (multi-document) YAML or JSON file; a Problem for a key given twice. Raises
+    InputError when the file cannot be read or does not parse: there are no objects to check in it."""
     try:
         text = read_text(path)
     except UnicodeDecodeError as e:
@@ -198,13 +202,13 @@ def load_file(path: Path) -> list[Any] | Problem:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
     try:
         return list(yaml.load_all(text, Loader=_UniqueKeyLoader))
+    except _DuplicateKey as e:
+        return Problem(str(path), f"line {e.problem_mark.line + 1}", "", f"not valid YAML: {e.problem}")
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(file)"
-        return Problem(str(path), where, "", f"not valid YAML: {getattr(e, 'problem', None) or e}")
-
+        hint = template_hint(text)
+        raise InputError(f"{path}: cannot read: not valid YAML: {yaml_problem(e)}{hint}") from None
     except (ValueError, TypeError, RecursionError, OverflowError) as e:  # a date such as 2024-02-30, a list as key
-        return Problem(str(path), "(file)", "", f"not valid YAML: {e}")
+        raise InputError(f"{path}: cannot read: not valid YAML: {e}{template_hint(text)}") from None
 
 
 def expand(paths: list[Path]) -> list[Path]:

@@ -77,5 +77,5 @@ def test_no_traceback_reaches_stderr_of_the_real_process(tmp_path):
                                        "---\n? [a]\n: b\n")
     r = subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", "validate",
                         str(tmp_path / "app.yaml")], capture_output=True, text=True)
-    assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert r.stdout.startswith(f"{tmp_path / 'app.yaml'}: (file): (object): not valid YAML")
+    assert r.returncode == 2 and "Traceback" not in r.stderr  # a file that does not parse is unreadable input
+    assert r.stderr.startswith(f"{tmp_path / 'app.yaml'}: cannot read: not valid YAML")
