@@ -19,6 +19,8 @@ from policies import (
     model_fits_gpu,
     no_driver_hostpath,
     no_visible_devices_bypass,
+    node_platform,
+    node_platform_advisories,
     pinned_versions,
     preinstalled_driver,
     public_loadbalancer,
@@ -32,7 +34,8 @@ PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
            no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
            model_concurrency, gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate,
-           dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom)
+           dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom, node_platform,
+           node_platform_advisories)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

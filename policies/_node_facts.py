@@ -43,6 +43,11 @@ class NodeView:
     def labels(self) -> dict[str, str]:
         return {**self.node.labels, **self.planned}
 
+    def __getattr__(self, name: str):  # allocatable, container_runtime, kubelet_version, os_image, gpus, ...
+        if name == "node":
+            raise AttributeError(name)
+        return getattr(self.node, name)
+
 
 def has_node_source(config: dict) -> bool:
     return bool(config.get("nodesFile") or config.get("kubeconfig"))

@@ -113,7 +113,7 @@ def capacity_file_errors(doc: dict) -> list[str]:
         for part in ("allocatable", "capacity"):
             _units(shape, node.get(part), f"{path}.{part}")
         shape.string_list(node.get("unknown"), f"{path}.unknown")
-        for part in ("containerRuntime", "kubeletVersion"):
+        for part in ("containerRuntime", "kubeletVersion", "osImage", "kernelVersion"):
             shape.string(node.get(part), f"{path}.{part}")
         _gpus(shape, node.get("gpus"), f"{path}.gpus")
     for key, kind in CAPACITY_KEYS.items():

@@ -35,6 +35,7 @@ def node_from_object(obj: dict) -> Node:
         unschedulable=bool(spec.get("unschedulable", False)),
         allocatable=_quantities(status.get("allocatable")), capacity=_quantities(status.get("capacity")),
         container_runtime=info.get("containerRuntimeVersion", ""), kubelet_version=info.get("kubeletVersion", ""),
+        os_image=info.get("osImage", ""), kernel_version=info.get("kernelVersion", ""),
         images=images_of(status.get("images")),
     )
 
@@ -60,7 +61,7 @@ def node_errors(obj: object) -> list[str]:
     shape.quantities(status.get("allocatable"), "status.allocatable")
     shape.quantities(status.get("capacity"), "status.capacity")
     info = shape.mapping(status.get("nodeInfo"), "status.nodeInfo")
-    for part in ("containerRuntimeVersion", "kubeletVersion"):
+    for part in ("containerRuntimeVersion", "kubeletVersion", "osImage", "kernelVersion"):
         shape.string(info.get(part), f"status.nodeInfo.{part}")
     return shape.errors
 

@@ -41,6 +41,9 @@ class Node:
     """Resources whose allocatable is not known (planned nodes without cpu/memory): not checked."""
     container_runtime: str = ""
     kubelet_version: str = ""
+    os_image: str = ""
+    """status.nodeInfo.osImage, e.g. `Talos (v1.8.3)` (the node-platform rules read it)."""
+    kernel_version: str = ""
     gpus: GpuFacts | None = None
     images: tuple[tuple[tuple[str, ...], int], ...] = ()
     """status.images: (names, sizeBytes) per image the node holds (ImageLocality scoring reads them)."""
@@ -52,6 +55,8 @@ class Node:
             "unknown": sorted(self.unknown), "containerRuntime": self.container_runtime,
             "kubeletVersion": self.kubelet_version, "gpus": self.gpus.to_json() if self.gpus else None,
         }
+        if self.os_image or self.kernel_version:
+            out.update(osImage=self.os_image, kernelVersion=self.kernel_version)
         if self.images:
             out["images"] = [{"names": list(names), "sizeBytes": size} for names, size in self.images]
         return out
@@ -65,7 +70,8 @@ class Node:
             allocatable={k: int(v) for k, v in (doc.get("allocatable") or {}).items()},
             capacity={k: int(v) for k, v in (doc.get("capacity") or {}).items()},
             unknown=frozenset(doc.get("unknown") or ()), container_runtime=doc.get("containerRuntime", ""),
-            kubelet_version=doc.get("kubeletVersion", ""),
+            kubelet_version=doc.get("kubeletVersion", ""), os_image=doc.get("osImage", ""),
+            kernel_version=doc.get("kernelVersion", ""),
             gpus=GpuFacts.from_json(doc["gpus"]) if doc.get("gpus") else None,
             images=images_of(doc.get("images")),
         )

@@ -26,8 +26,8 @@ def command(
     no_policies: bool = typer.Option(False, "--no-policies", help="Do not run the policy pack."),
     nodes: Path | None = typer.Option(
         None, "--nodes", help="The real nodes (`kubectl get nodes -o json` output, or a capacity.json of `gpufleet "
-        "discover`): the pack checks the runtime preset, the host driver, selector labels and pool products "
-        "against them."),
+        "discover`): the pack checks the runtime preset, the host driver, the nodes' OS, runtime and Kubernetes "
+        "version, selector labels and pool products against them."),
 ) -> None:
     """Run the Pulumi program under the mock engine and print a preview; no CLI, cluster or cloud needed.
     Then run the policy pack (policies/) over it as `pulumi preview --policy-pack` would; exit 1 on a

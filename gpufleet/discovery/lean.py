@@ -17,7 +17,7 @@ from typing import Any
 NODE_METADATA = ("name", "labels")
 NODE_SPEC = ("taints", "unschedulable")
 NODE_STATUS = ("allocatable", "capacity", "nodeInfo", "images")
-NODE_INFO = ("containerRuntimeVersion", "kubeletVersion")
+NODE_INFO = ("containerRuntimeVersion", "kubeletVersion", "osImage", "kernelVersion")
 POD_METADATA = ("name", "namespace", "labels")
 POD_SPEC = ("nodeName", "containers", "initContainers", "overhead")
 CONTAINER = ("name", "resources", "restartPolicy")

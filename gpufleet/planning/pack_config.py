@@ -20,10 +20,12 @@ LEVELS = ("advisory", "mandatory", "disabled", "remediate")
 #: Config keys (of any policy) that name a file the pack will read; relative to the project directory.
 FILE_KEYS = ("nodesFile", "podsFile", "kubeconfig")
 #: The pack's policies that check the stack against the real nodes; `plan --nodes FILE` gives them the file.
-NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver")
+NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver", "node-platform", "node-platform-advisories")
+#: What those policies check.
+NODE_CHECKS = ("the runtime preset, the host driver, the nodes' OS, runtime and Kubernetes version, selector labels "
+               "and pool products")
 NOT_CHECKED_AGAINST_NODES = ("not checked against nodes: pass --nodes FILE (`kubectl get nodes -o json` or a "
-                             "capacity.json of `gpufleet discover`) to check the runtime preset, the host driver, "
-                             "selector labels and pool products")
+                             f"capacity.json of `gpufleet discover`) to check {NODE_CHECKS}")
 
 
 def not_checked_against_nodes(doc: dict[str, Any], source: str) -> str:
@@ -36,10 +38,10 @@ def not_checked_against_nodes(doc: dict[str, Any], source: str) -> str:
         for key in ("nodesFile", "kubeconfig"):
             value = entry.get(key)
             if isinstance(value, str) and value:
-                wanted = " and ".join(f"{policy}.{key}" for policy in NODE_FACTS_POLICIES)
+                wanted = ", ".join(f"{policy}.{key}" for policy in NODE_FACTS_POLICIES[:-1])
+                wanted += f" and {NODE_FACTS_POLICIES[-1]}.{key}"
                 return (f"not checked against nodes: {name}.{key} ({value}) in {source} gives nodes to {name} "
-                        f"only; set {wanted} there too to check the runtime preset, the host driver, selector "
-                        "labels and pool products")
+                        f"only; set {wanted} there too to check {NODE_CHECKS}")
     return NOT_CHECKED_AGAINST_NODES
 
 

@@ -11,12 +11,13 @@ import pytest
 from gpufleet.capacity import stack_capacity
 from gpufleet.config.loading import load_stack
 from gpufleet.planning.engine import STACK_TYPE, run_program
-from policies import preinstalled_driver, stack_matches_nodes
+from policies import node_platform, node_platform_advisories, preinstalled_driver, stack_matches_nodes
 from policies.tests.conftest import run_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
-POLICIES = [stack_matches_nodes.POLICY, preinstalled_driver.POLICY]
+POLICIES = [stack_matches_nodes.POLICY, preinstalled_driver.POLICY, node_platform.POLICY,
+            node_platform_advisories.POLICY]
 
 
 def _resources(stack: str) -> list[dict]:

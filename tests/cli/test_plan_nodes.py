@@ -10,7 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_CHECKED = ("not checked against nodes: pass --nodes FILE (`kubectl get nodes -o json` or a capacity.json of "
-               "`gpufleet discover`) to check the runtime preset, the host driver, selector labels and pool products")
+               "`gpufleet discover`) to check the runtime preset, the host driver, the nodes' OS, runtime and "
+               "Kubernetes version, selector labels and pool products")
 
 
 def _plan(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -95,5 +96,7 @@ def test_a_capacity_policys_nodes_file_is_named_instead_of_plan_nodes(tmp_path):
     last = result.stdout.splitlines()[-1]
     assert "--nodes" not in last
     assert last == (f"not checked against nodes: gpu-capacity-fit.nodesFile ({nodes}) in {config} gives nodes to "
-                    "gpu-capacity-fit only; set stack-matches-nodes.nodesFile and preinstalled-driver.nodesFile "
-                    "there too to check the runtime preset, the host driver, selector labels and pool products")
+                    "gpu-capacity-fit only; set stack-matches-nodes.nodesFile, preinstalled-driver.nodesFile, "
+                    "node-platform.nodesFile and node-platform-advisories.nodesFile there too to check the runtime "
+                    "preset, the host driver, the nodes' OS, runtime and Kubernetes version, selector labels and "
+                    "pool products")

@@ -1,0 +1,391 @@
+"""The GPU stack against the nodes it lands on: their operating system, container runtime and kubelet
+version, and the DaemonSets that must run on every GPU node. Decided here for the policy pack (with node
+facts, `gpufleet plan --nodes`) and for `gpufleet check --nodes` alike, so both say the same words.
+
+The stack is read from its Helm release (chart, version, values: the pack's Release resource or the
+`HelmRelease` record that `plan --out` writes), so no stack config is needed; `Setting` names each value as
+the reader knows it (the chart value, or the gpufleet config key that sets it). Nodes are any objects with
+`name`, `labels`, `allocatable`, `container_runtime`, `kubelet_version` and `os_image` (gpufleet's capacity
+model). Facts and their sources: gpufleet.nvidia.node_platforms.
+
+A finding is an error where the stack cannot work on those nodes, a warning where it may.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from gpufleet.nvidia import node_platforms as facts
+from gpufleet.nvidia.operator_support import RELEASES, minor_text, operator_version
+
+ERROR, WARNING = "error", "warning"
+OPERATOR, DEVICE_PLUGIN, DRA_DRIVER = "gpu-operator", "nvidia-device-plugin", "dra-driver-nvidia-gpu"
+GPU_CHARTS = (OPERATOR, DEVICE_PLUGIN, DRA_DRIVER)
+
+
+class NodeFacts(Protocol):
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, int]
+    container_runtime: str
+    kubelet_version: str
+    os_image: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    subject: str
+    """What the finding is about, e.g. `HelmRelease gpu-operator/gpu-operator` or `DaemonSet kube-system/x`."""
+    message: str
+
+
+Setting = Callable[[str], str]
+"""Chart value path (`driver.enabled`) -> how a message names it (`gpufleet:operator.driver.enabled`)."""
+
+
+def chart_value(chart: str) -> Setting:
+    return lambda path: f"{chart} value {path}"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A GPU stack Helm release as deployed: chart, version and the values given."""
+
+    chart: str
+    version: str
+    values: Mapping[str, Any]
+    subject: str
+    setting: Setting = field(default=lambda path: path)
+
+    def value(self, path: str, default: Any = None) -> Any:
+        node: Any = self.values
+        for key in path.split("."):
+            if not isinstance(node, Mapping) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+    def enabled(self, path: str, default: bool = True) -> bool:
+        value = self.value(path, default)
+        return value if isinstance(value, bool) else str(value).lower() == "true"
+
+    def toolkit_env(self) -> dict[str, str]:
+        env = self.value("toolkit.env", []) if self.chart == OPERATOR else []
+        return {str(e.get("name")): str(e.get("value")) for e in env or [] if isinstance(e, Mapping)}
+
+    @property
+    def runs_driver_container(self) -> bool:
+        return self.chart == OPERATOR and self.enabled("driver.enabled")
+
+    @property
+    def runs_toolkit(self) -> bool:
+        return self.chart == OPERATOR and self.enabled("toolkit.enabled")
+
+    @property
+    def runs_device_plugin(self) -> bool:
+        if self.chart == OPERATOR:
+            return self.enabled("devicePlugin.enabled") and not self.enabled("gpuCluster.deployCR", False)
+        return self.chart == DEVICE_PLUGIN and self.enabled("devicePlugin.enabled")
+
+
+def release_of_record(doc: Any) -> Release | None:
+    """A GPU stack release from a `HelmRelease` record of `plan --out` (kind, name, namespace, chart,
+    version, values); None for anything else."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "HelmRelease" or doc.get("chart") not in GPU_CHARTS:
+        return None
+    values = doc.get("values") if isinstance(doc.get("values"), Mapping) else {}
+    chart = str(doc["chart"])
+    subject = f"HelmRelease {doc.get('namespace') or 'default'}/{doc.get('name') or chart}"
+    return Release(chart, str(doc.get("version") or ""), values, subject, chart_value(chart))
+
+
+# ---- which nodes are GPU nodes -------------------------------------------------------------------------
+
+_NFD_NVIDIA_PCI = re.compile(r"^feature\.node\.kubernetes\.io/pci-(?:\d{4}_)?10de\.present$")
+
+
+def shows_gpu(node: NodeFacts) -> bool:
+    """The node says it has NVIDIA GPUs: NVIDIA or NFD PCI labels, GKE's accelerator label, nvidia.com
+    resources, NVML facts."""
+    labels = node.labels or {}
+    return (any(k.startswith("nvidia.com/gpu") for k in labels) or any(_NFD_NVIDIA_PCI.match(k) for k in labels)
+            or facts.GKE_ACCELERATOR_LABEL in labels
+            or any(k.startswith("nvidia.com/") for k in node.allocatable or {})
+            or bool(getattr(node, "gpus", None) and node.gpus.gpus))
+
+
+def names(nodes: Iterable[NodeFacts], limit: int = 4) -> str:
+    listed = sorted(n.name for n in nodes)
+    more = f" and {len(listed) - limit} more" if len(listed) > limit else ""
+    return ", ".join(listed[:limit]) + more
+
+
+def _by(nodes: Iterable[NodeFacts], key: Callable[[NodeFacts], Any]) -> dict[Any, list[NodeFacts]]:
+    out: dict[Any, list[NodeFacts]] = {}
+    for n in nodes:
+        k = key(n)
+        if k is not None:
+            out.setdefault(k, []).append(n)
+    return out
+
+
+def _shown_os(n: NodeFacts) -> str:
+    if n.os_image:
+        return f"osImage '{n.os_image}'"
+    named = {k: v for k, v in n.labels.items() if k in (facts.NFD_OS_LABEL, facts.GKE_OS_LABEL)}
+    return ", ".join(f"{k}={v}" for k, v in named.items())
+
+
+# ---- 1. the node's operating system --------------------------------------------------------------------
+
+def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+    out = []
+    by_os = _by(gpu, lambda n: facts.node_os(n.os_image, n.labels))
+    for os_, nodes in sorted(by_os.items(), key=lambda kv: kv[0].key):
+        first = nodes[0]
+        if release.runs_driver_container and os_.driver_container != "supported":
+            level = ERROR if os_.driver_container == "impossible" else WARNING
+            verdict = ("cannot run there" if level == ERROR else
+                       "is not validated there; verify that a driver image for it exists (driver.repository) "
+                       "and that the driver pod gets ready")
+            out.append(Finding(level, release.subject, (
+                f"{release.setting('driver.enabled')} is true, but node(s) {names(nodes)} run {os_.name} "
+                f"({_shown_os(first)}): the operator's driver container {verdict}: {os_.why}. Until the driver "
+                f"pod is ready the toolkit, device plugin and validator wait behind it and the nodes advertise "
+                f"no nvidia.com/gpu. Expected {release.setting('driver.enabled')}: false (use the driver "
+                f"{os_.name} provides" + (f", under {os_.driver_root}" if os_.driver_root else "") + ").")))
+        if release.runs_device_plugin and os_.own_device_plugin:
+            out.append(Finding(WARNING, release.subject, _second_plugin(release, nodes, f"{os_.name}: "
+                                                                         f"{os_.own_device_plugin}")))
+    gke = [n for n in gpu if facts.gke_device_plugin_runs(n.labels)]
+    if release.runs_device_plugin and gke:
+        out.append(Finding(WARNING, release.subject, _second_plugin(
+            release, gke, f"GKE runs its own GPU device plugin DaemonSet on GPU nodes without the label "
+                          f"{facts.GKE_NO_DEVICE_PLUGIN_LABEL}=true")))
+    return out
+
+
+def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
+    return (f"this release deploys NVIDIA's device plugin on node(s) {names(nodes)}, where {who}. Two plugins "
+            "register nvidia.com/gpu with the kubelet, each registration replacing the other, so the advertised "
+            "GPUs and the sharing or MIG settings follow whichever plugin registered last. Verify which plugin "
+            "serves the nodes (kubectl describe node: nvidia.com/gpu capacity). Expected one plugin: "
+            f"{release.setting('devicePlugin.enabled')}: false (the node's own plugin serves the GPUs), or "
+            "switch the node's plugin off (GKE: the node label "
+            f"{facts.GKE_NO_DEVICE_PLUGIN_LABEL}=true).")
+
+
+# ---- 2. the container runtime ------------------------------------------------------------------------
+
+def runtime_findings(release: Release, gpu: list[NodeFacts], pools: dict[str, list[NodeFacts]]) -> list[Finding]:
+    out = []
+    groups = pools or ({"": gpu} if gpu else {})
+    for pool, members in groups.items():
+        by_runtime = _by(members, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0])
+        if len(by_runtime) > 1:
+            shown = "; ".join(f"{rt} on {names(ns)}" for rt, ns in sorted(by_runtime.items()))
+            where = f"node pool '{pool}'" if pool else "the GPU nodes"
+            if release.runs_toolkit:
+                level, effect = ERROR, (
+                    "the operator configures the container toolkit for one runtime (containerd when any GPU node "
+                    "runs it), so on the other nodes the nvidia runtime is never registered and GPU pods fail "
+                    "to start")
+            else:
+                level, effect = WARNING, (
+                    "each runtime needs the nvidia runtime configured its own way on the host; verify it on a "
+                    "node of each (crictl info / docker info)")
+            out.append(Finding(level, release.subject, (
+                f"{where} mixes container runtimes: {shown}; {effect}. Expected one container runtime on the "
+                "GPU nodes of a pool (or the odd nodes in a pool of their own).")))
+    env = release.toolkit_env()
+    containerd_keys = sorted(k for k in env if k.startswith("CONTAINERD_"))
+    other = {rt: ns for rt, ns in _by(gpu, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0]).items()
+             if rt != "containerd"}
+    if release.runs_toolkit and containerd_keys and other:
+        for rt, nodes in sorted(other.items()):
+            out.append(Finding(ERROR, release.subject, (
+                f"{release.setting('toolkit.env')} sets {', '.join(containerd_keys)}, but node(s) {names(nodes)} "
+                f"run {rt} ({nodes[0].container_runtime}): the toolkit takes those paths for {rt}'s config and "
+                f"socket, so {rt} never learns the nvidia runtime and GPU pods there fail to start. Expected no "
+                f"containerd settings for {rt} nodes (cluster.runtime preset containerd without configPath / "
+                "socket overrides), or the containerd nodes in a stack of their own.")))
+    operator = operator_version(release.version) if release.chart == OPERATOR else None
+    toolkit = release.value("toolkit.version")
+    if release.runs_toolkit and operator is not None and not facts.toolkit_reads_containerd_2(
+            operator, str(toolkit) if toolkit else None):
+        two = [n for n in gpu if _containerd_major(n) >= 2]
+        if two:
+            pinned = f"toolkit.version {toolkit}" if toolkit else f"the toolkit gpu-operator {release.version} pins"
+            out.append(Finding(ERROR, release.subject, (
+                f"node(s) {names(two)} run containerd 2.x ({two[0].container_runtime}), but {pinned} is older than "
+                f"v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}, the first container toolkit that writes "
+                "containerd 2's config (version 3): the toolkit pod fails or writes a config containerd does not "
+                "load, and GPU pods fail to start (no runtime for \"nvidia\" is configured). Expected "
+                f"{release.setting('chartVersion')} v{facts.show_version(facts.OPERATOR_FIRST_CONTAINERD_2)} or "
+                f"later (it pins toolkit v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}).")))
+    return out
+
+
+def _containerd_major(n: NodeFacts) -> int:
+    runtime = facts.runtime_of(n.container_runtime)
+    return runtime[1][0] if runtime and runtime[0] == "containerd" and runtime[1] else 0
+
+
+# ---- 3. the kubelet's version -------------------------------------------------------------------------
+
+def version_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+    out = []
+    floor = facts.KUBERNETES_FLOORS.get(release.chart)
+    by_minor = _by(gpu, lambda n: _minor(n.kubelet_version))
+    for minor, nodes in sorted(by_minor.items()):
+        if floor is not None and minor < floor.minimum:
+            out.append(Finding(ERROR, release.subject, (
+                f"node(s) {names(nodes)} run Kubernetes {minor_text(minor)} (kubeletVersion "
+                f"{nodes[0].kubelet_version}), below {minor_text(floor.minimum)}, the oldest Kubernetes "
+                f"{release.chart} supports ({floor.source}): Helm refuses the install on such a cluster, and "
+                f"its pods would not run on these kubelets. Expected Kubernetes {minor_text(floor.minimum)} or "
+                "later on the GPU nodes.")))
+            continue
+        operator = operator_version(release.version) if release.chart == OPERATOR else None
+        line = RELEASES.get(f"{operator[0]}.{operator[1]}") if operator else None
+        if line is not None and not line.kubernetes[0] <= minor <= line.kubernetes[1]:
+            fits = [f"{name}.x" for name, r in RELEASES.items() if r.kubernetes[0] <= minor <= r.kubernetes[1]]
+            out.append(Finding(WARNING, release.subject, (
+                f"node(s) {names(nodes)} run Kubernetes {minor_text(minor)} (kubeletVersion "
+                f"{nodes[0].kubelet_version}); gpu-operator {release.version} was validated with "
+                f"{minor_text(line.kubernetes[0])}-{minor_text(line.kubernetes[1])} (NVIDIA's platform support). "
+                "It may work; verify it on a test cluster of that version. Expected a release validated for "
+                f"Kubernetes {minor_text(minor)}" + (f" ({', '.join(fits)})" if fits else "") + ".")))
+    return out
+
+
+def _minor(kubelet_version: str) -> tuple[int, int] | None:
+    version = facts.version_of(kubelet_version)
+    return (version[0], version[1]) if version and len(version) >= 2 else None
+
+
+# ---- 4. the runtime class where nvidia is not the default runtime --------------------------------------
+
+def runtime_class_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+    """The standalone device plugin hands out GPUs through NVIDIA_VISIBLE_DEVICES, which only the nvidia
+    runtime reads; on nodes whose nvidia runtime is not the default its pods (and GFD's) must name it."""
+    if release.chart != DEVICE_PLUGIN or release.value("runtimeClassName"):
+        return []
+    not_default = [n for n in gpu if _nvidia_not_default(n)]
+    if not not_default:
+        return []
+    return [Finding(ERROR, release.subject, (
+        f"node(s) {names(not_default)} ({_why_not_default(not_default[0])}) register the nvidia runtime without "
+        f"making it containerd's default, and {release.setting('runtimeClassName')} is unset: the device plugin "
+        "and GFD pods run under runc, find no NVML and advertise no GPU. Expected "
+        f"{release.setting('runtimeClassName')}: nvidia (gpufleet sets it with cluster.runtime.setAsDefault: "
+        "false, or the k3s / rke2 preset), and the same runtimeClassName on the GPU workloads."))]
+
+
+def _nvidia_not_default(n: NodeFacts) -> bool:
+    os_ = facts.node_os(n.os_image, n.labels)
+    return bool((os_ and os_.nvidia_default_runtime is False) or re.search(r"\+(k3s|rke2)", n.kubelet_version or ""))
+
+
+def _why_not_default(n: NodeFacts) -> str:
+    os_ = facts.node_os(n.os_image, n.labels)
+    if os_ and os_.nvidia_default_runtime is False:
+        return f"{os_.name}, {_shown_os(n)}"
+    return f"kubeletVersion {n.kubelet_version}"
+
+
+# ---- 6. a config file the distribution regenerates ----------------------------------------------------
+
+def regenerated_config_message(path: str, containerd: facts.Version | None = None) -> str | None:
+    """Why the toolkit must not edit `path`, or None where it may."""
+    regenerated = facts.regenerated_config(path)
+    if regenerated is None or regenerated.documented_target:
+        return None
+    template = regenerated.template_containerd_2 if containerd and containerd[0] >= 2 else regenerated.template
+    return (f"{regenerated.distribution} writes {path} afresh from its template at every start (and the "
+            f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime the "
+            f"toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for \"nvidia\" "
+            f"is configured'. Expected the toolkit pointed at the template {template} (containerd "
+            f"{'2.x' if template == regenerated.template_containerd_2 else '1.x'}), or only the socket set (the "
+            f"{regenerated.distribution} preset)")
+
+
+def regenerated_config_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+    path = release.toolkit_env().get("CONTAINERD_CONFIG")
+    if not release.runs_toolkit or not path:
+        return []
+    versions = [v for n in gpu if (rt := facts.runtime_of(n.container_runtime)) and (v := rt[1])]
+    message = regenerated_config_message(path, max(versions) if versions else None)
+    if message is None:
+        return []
+    return [Finding(ERROR, release.subject, f"{release.setting('toolkit.env')} CONTAINERD_CONFIG: {message}.")]
+
+
+# ---- 5. a DaemonSet of the GPU stack that lands on no GPU node -----------------------------------------
+
+def _required_terms(spec: Mapping) -> list[list[Mapping]]:
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
+    node = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list):
+        return []
+    return [[e for e in (t.get("matchExpressions") or []) if isinstance(e, Mapping)]
+            for t in terms if isinstance(t, Mapping)]
+
+
+_GPU_LABEL = re.compile(r"^(nvidia\.com/|feature\.node\.kubernetes\.io/(pci-|cpu-model\.vendor_id)|"
+                        r"cloud\.google\.com/gke-accelerator)")
+#: Who writes the labels a GPU DaemonSet selects nodes by.
+LABEL_WRITERS = (
+    (re.compile(r"^feature\.node\.kubernetes\.io/"), "Node Feature Discovery (operator.nfd / devicePlugin.nfd)"),
+    (re.compile(r"^nvidia\.com/gpu\.deploy\."), "the gpu-operator (once NFD labels the node)"),
+    (re.compile(r"^nvidia\.com/gpu\.present$"), "the gpu-operator, or gpufleet for a pool's listed nodes"),
+    (re.compile(r"^nvidia\.com/"), "GPU feature discovery (operator, or devicePlugin.gfd)"),
+)
+
+
+def _writer(key: str) -> str:
+    return next((who for pattern, who in LABEL_WRITERS if pattern.match(key)), "nobody in this stack")
+
+
+def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
+                       selects: Callable[[Mapping, NodeFacts], bool]) -> list[Finding]:
+    """A DaemonSet that selects GPU nodes by their labels (NVIDIA, NFD or GKE ones) but whose selector matches
+    none of the GPU nodes: the DaemonSet controller creates no pod at all, not even a Pending one. `selects`:
+    whether a pod spec's nodeSelector and required node affinity match a node
+    (gpufleet.scheduling.daemonsets.selects_node, the scheduler's own terms)."""
+    if not isinstance(spec, Mapping) or not gpu:
+        return []
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    keys = {str(k) for k in selector} | {str(e.get("key")) for t in _required_terms(spec) for e in t}
+    gpu_keys = sorted(k for k in keys if _GPU_LABEL.match(k))
+    if not gpu_keys or any(selects(spec, n) for n in gpu):
+        return []
+    missing = sorted(k for k in gpu_keys if not any(k in n.labels for n in gpu))
+    wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
+    lacking = "; ".join(f"{k} (written by {_writer(k)})" for k in missing) or "the values it selects"
+    return [Finding(ERROR, subject, (
+        f"selects {wanted}, which none of the GPU nodes ({names(gpu)}) carries: they lack {lacking}. The "
+        "DaemonSet controller creates no pod on them, not even a Pending one, so the nodes advertise no GPU "
+        "(or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected the labels "
+        "written on the GPU nodes (run what writes them), or a selector the nodes match."))]
+
+
+# ---- everything, for one release ----------------------------------------------------------------------
+
+def release_findings(release: Release, nodes: list[NodeFacts],
+                     pools: dict[str, list[NodeFacts]] | None = None) -> list[Finding]:
+    """Every node-platform finding of one GPU stack release on these nodes (the GPU nodes among them, or the
+    pools' members where `pools` names them)."""
+    members = [n for ns in (pools or {}).values() for n in ns]
+    gpu = list({n.name: n for n in members}.values()) if members else [n for n in nodes if shows_gpu(n)]
+    if not gpu:
+        return []
+    return [*os_findings(release, gpu), *runtime_findings(release, gpu, pools or {}),
+            *version_findings(release, gpu), *runtime_class_findings(release, gpu),
+            *regenerated_config_findings(release, gpu)]
