@@ -157,6 +157,7 @@ def with_origin(docs, run):
 def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
               extended_resource_toleration: bool, live=None) -> "CheckResult":
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
+    from gpufleet.cli._node_platform import add_node_platform_findings
     from gpufleet.scheduling import check_workloads
 
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
@@ -165,6 +166,7 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
         result = check_workloads(cap.nodes, cap.pods, cap.objects + [d.obj for d in docs],
                                  extended_resource_toleration=extended_resource_toleration)
         add_policy_findings(result, [d.obj for d in docs], cap.nodes)
+        add_node_platform_findings(result, [d.obj for d in docs], cap.nodes)
         return result
 
     return with_origin(docs, check)

@@ -1,0 +1,78 @@
+"""`gpufleet check --nodes` runs the node-platform rules on the release records of `plan --out` and on the
+DaemonSets it checks, in the pack's words: the nodes are real `kubectl get nodes -o json` documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.cli.run_inprocess import run
+
+NODE_LISTS = Path(__file__).resolve().parents[2] / "policies" / "tests" / "fixtures"
+
+
+def operator_release(**values) -> dict:
+    """The record `plan --out` writes for the gpu-operator release."""
+    return {"kind": "HelmRelease", "name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
+            "version": "v26.7.0", "repo": "https://helm.ngc.nvidia.com/nvidia", "values": values}
+
+
+def gpu_daemonset(node_selector: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "gpu-exporter", "namespace": "mon"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"nodeSelector": node_selector, "containers": [{"name": "c", "image": "exporter:1.0"}]}}}}
+
+
+#: A workload of the plan beside the release (a plan's manifests always hold some).
+TRAINER = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "trainer", "namespace": "ml"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "trainer:1.0", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+
+
+def check(tmp_path: Path, docs: list[dict], nodes: str):
+    app = tmp_path / "plan.yaml"
+    app.write_text(yaml.safe_dump_all([*docs, TRAINER]))
+    result = run("check", "--json", "--nodes", NODE_LISTS / nodes, app)
+    return result.code, json.loads(result.out)
+
+
+def test_driver_container_on_talos_nodes_is_refused_naming_node_and_os(tmp_path):
+    code, out = check(tmp_path, [operator_release(driver={"enabled": True})], "nodes-os-talos.json")
+    assert code == 1
+    [refused] = out["unschedulable"]
+    assert refused["workload"] == "HelmRelease/gpu-operator/gpu-operator" and refused["reason"] == "policy"
+    assert refused["message"].startswith("[node-platform] gpu-operator value driver.enabled is true, but node(s) "
+                                         "talos-gpu-0 run Talos Linux (osImage 'Talos (v1.8.3)')")
+
+
+def test_the_same_release_on_ubuntu_nodes_passes(tmp_path):
+    code, out = check(tmp_path, [operator_release(driver={"enabled": True})], "nodes-os-ubuntu.json")
+    assert code == 0, out
+    assert out["unschedulable"] == [] and out["warnings"] == []
+
+
+def test_a_driver_container_on_amazon_linux_2023_is_a_warning(tmp_path):
+    code, out = check(tmp_path, [operator_release(driver={"enabled": True})], "nodes-os-al2023.json")
+    assert code == 0
+    assert any("run Amazon Linux 2023 (osImage 'Amazon Linux 2023.6.20241212')" in w["message"]
+               for w in out["warnings"])
+
+
+def test_a_gpu_daemonset_that_selects_a_label_no_gpu_node_has_never_lands(tmp_path):
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds], "nodes-os-al2023.json")
+    assert code == 1
+    [refused] = [u for u in out["unschedulable"] if u["reason"] == "policy"]
+    assert refused["workload"] == "DaemonSet/mon/gpu-exporter"
+    assert "none of the GPU nodes (ip-10-0-3-17.ec2.internal) carries" in refused["message"]
+    assert "feature.node.kubernetes.io/pci-10de.present (written by Node Feature Discovery" in refused["message"]
+
+
+def test_the_daemonset_lands_where_the_gpu_nodes_carry_its_label(tmp_path):
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds], "nodes-os-ubuntu.json")
+    assert code == 0, out
+    assert [u for u in out["unschedulable"] if u["reason"] == "policy"] == []
