@@ -25,6 +25,7 @@ from gpufleet.render.labels import (
     standard_labels,
 )
 from gpufleet.render import tolerations as tol
+from gpufleet.render.workloads import gpu_runtime_class
 
 NO_SHARING = "no-sharing"
 
@@ -221,6 +222,8 @@ def device_plugin_values(cfg: StackConfig) -> dict[str, Any]:
         values["nfd"] = {"enabled": False}
     elif nfd_worker:
         values["nfd"] = {"worker": {"tolerations": nfd_worker}}
+    if gpu_runtime_class(cfg) is not None:  # the plugin and GFD read NVML through the nvidia runtime
+        values["runtimeClassName"] = gpu_runtime_class(cfg)
     daemons = tol.with_pool_taints(tol.DEVICE_PLUGIN, cfg)  # the plugin, GFD and MPS control daemon DaemonSets
     if daemons:
         values["tolerations"] = daemons

@@ -43,16 +43,35 @@ def gpu_resource(cfg: StackConfig, w) -> str | None:
     return workload_resource(cfg.device_plugin.mig_strategy, w.gpu.profile, w.gpu.shared, rename)
 
 
-def runtime_class_name(cfg: StackConfig, w) -> str | None:
-    """The RuntimeClass a GPU workload's pods must name, or None. With CDI off the device plugin hands a
-    container its GPUs through NVIDIA_VISIBLE_DEVICES, which only the nvidia runtime acts on; where that
-    runtime is not containerd's default (setAsDefault false), a pod without it runs under runc and sees no
-    GPU. The operator creates the RuntimeClass (its `operator.runtimeClass` value, cluster.runtime.runtimeClass)."""
-    if cfg.mode != "operator" or cfg.operator.cdi or gpu_resource(cfg, w) is None:
-        return None
-    if cfg.operator.nvidia_runtime_is_default(cfg.cluster.runtime.set_as_default) is False:
-        return cfg.cluster.runtime.runtime_class
+#: Distributions whose containerd registers the nvidia runtime it finds without making it the default
+#: (k3s-io/docs docs/advanced.md, "NVIDIA Container Runtime Support": pods name the `nvidia` RuntimeClass;
+#: RKE2 shares k3s's agent).
+NOT_DEFAULT_PRESETS = ("k3s", "rke2")
+
+
+def gpu_runtime_class(cfg: StackConfig) -> str | None:
+    """The RuntimeClass GPU pods must name where the GPU stack hands out GPUs through NVIDIA_VISIBLE_DEVICES
+    (which only the nvidia runtime acts on) and nvidia is not containerd's default runtime; None elsewhere.
+
+    Operator mode: with CDI off and setAsDefault false; the operator creates the RuntimeClass (its
+    `operator.runtimeClass` value, cluster.runtime.runtimeClass). Standalone device plugin (its default
+    device list strategy is envvar): with setAsDefault false, or unset under the k3s / rke2 presets; the
+    plugin's and GFD's pods name it too (the chart's `runtimeClassName`), and the RuntimeClass is the host's
+    (k3s and RKE2 create `nvidia` for the runtime they detect)."""
+    rt = cfg.cluster.runtime
+    if cfg.mode == "operator":
+        off = not cfg.operator.cdi and cfg.operator.nvidia_runtime_is_default(rt.set_as_default) is False
+        return rt.runtime_class if off else None
+    if cfg.mode == "standalone" and not cfg.uses_dra():
+        off = rt.set_as_default is False or (rt.set_as_default is None and rt.preset in NOT_DEFAULT_PRESETS)
+        return rt.runtime_class if off else None
     return None
+
+
+def runtime_class_name(cfg: StackConfig, w) -> str | None:
+    """The RuntimeClass a GPU workload's pods must name (gpu_runtime_class), or None: a pod without it runs
+    under runc and sees no GPU."""
+    return gpu_runtime_class(cfg) if gpu_resource(cfg, w) is not None else None
 
 
 def _probe(p: Probe | None) -> dict[str, Any] | None:
