@@ -37,7 +37,7 @@ def check_sharing_facts(cfg: StackConfig) -> list[ConfigIssue]:
 def sharing_warnings(cfg: StackConfig) -> list[ConfigIssue]:
     if cfg.uses_dra():
         return []
-    return [*_small_mps_shares(cfg), *_two_slices(cfg), *_unisolated_memory(cfg)]
+    return [*_small_mps_shares(cfg), *_undeclared_mps_clients(cfg), *_two_slices(cfg), *_unisolated_memory(cfg)]
 
 
 def _shared_pools(cfg: StackConfig):
@@ -72,6 +72,38 @@ def _small_mps_shares(cfg: StackConfig) -> list[ConfigIssue]:
             "may fail at start with CUDA out of memory before doing any work; verify a client's footprint on the "
             f"node (nvidia-smi while it runs), or use at most {most} replicas ({CUDA_CONTEXT_FLOOR_MIB} MiB or "
             "more each)")))
+    return issues
+
+
+#: Room a GPU workload needs beside its CUDA context before it does useful work: a small model's weights,
+#: activations and the framework's allocator pool (unconfirmed: an order of magnitude, not a measurement).
+MPS_WORKLOAD_ROOM_MIB = 1024
+
+
+def _undeclared_mps_clients(cfg: StackConfig) -> list[ConfigIssue]:
+    """A workload on an MPS pool that declares no GPU memory, where the pinned share leaves less than
+    MPS_WORKLOAD_ROOM_MIB beside a CUDA context (shares below the context itself: _small_mps_shares)."""
+    issues = []
+    for i, w in enumerate(cfg.workloads):
+        gpu = w.gpu
+        pool = cfg.pool(w.node_pool)
+        if gpu is None or gpu.uses_dra() or not gpu.shared or pool is None:
+            continue
+        profile, product = cfg.sharing_of_pool(pool), find_product(pool.gpu.product)
+        if profile is None or product is None or profile.strategy != "mps":
+            continue
+        share = mps_share_mib(product.memory_mib, profile.replicas)
+        left = share - CUDA_CONTEXT_FLOOR_MIB
+        if gpu.memory_mib is not None or w.model is not None or left < 0 or left >= MPS_WORKLOAD_ROOM_MIB:
+            continue
+        most = product.memory_mib // (CUDA_CONTEXT_FLOOR_MIB + MPS_WORKLOAD_ROOM_MIB)
+        issues.append(ConfigIssue(_p("workloads", i, "gpu"), (
+            f"node pool '{pool.name}' pins each MPS client to {share} MiB ({product.key}: {product.memory_mib} MiB / "
+            f"{profile.replicas} replicas); a CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving "
+            f"about {left} MiB for this workload, which declares no GPU memory (gpu.memoryMiB or model:), so "
+            "gpufleet cannot check that it fits; past its share a client fails with CUDA out of memory while the "
+            f"GPU has memory free; fix: declare gpu.memoryMiB (checked against the share), or use at most {most} "
+            f"replicas ({CUDA_CONTEXT_FLOOR_MIB + MPS_WORKLOAD_ROOM_MIB} MiB or more each)")))
     return issues
 
 

@@ -104,6 +104,10 @@ WARNINGS = [
     pytest.param(shared("mps", 48), "gpufleet:devicePlugin.sharingProfiles.s.replicas",
                  ["48 MPS replicas pin each client on Tesla-T4 (node pool 'gpus') to 320 MiB", "(unconfirmed",
                   "at most 30 replicas"], id="MPS share below a CUDA context"),
+    pytest.param(shared("mps", 30), "gpufleet:workloads[0].gpu",
+                 ["node pool 'gpus' pins each MPS client to 512 MiB (Tesla-T4: 15360 MiB / 30 replicas)",
+                  "leaving about 12 MiB for this workload, which declares no GPU memory",
+                  "fix: declare gpu.memoryMiB", "at most 10 replicas"], id="MPS share with no room for the workload"),
     pytest.param(shared("timeSlicing", 4) | {"workloads": [job(gpu={"count": 2, "shared": True, "memoryMiB": 4000})]},
                  "gpufleet:workloads[0].gpu.count",
                  ["2 time-sliced GPUs per pod on node pool 'gpus'", "they are slices of one GPU", "fix: count 1"],
@@ -139,7 +143,9 @@ def test_fact_warning_names_path_risk_and_fix(sections, path, fragments):
 
 
 @pytest.mark.parametrize("sections", [
-    pytest.param(shared("mps", 30), id="MPS shares of 512 MiB"),
+    pytest.param(shared("mps", 10), id="MPS shares of 1536 MiB: room beside a CUDA context"),
+    pytest.param(shared("mps", 30) | {"workloads": [job(gpu={"count": 1, "shared": True, "memoryMiB": 4})]},
+                 id="MPS shares of 512 MiB for a workload that declares what it needs"),
     pytest.param(shared("timeSlicing", 4), id="one pod on a time-sliced GPU"),
     pytest.param(shared("timeSlicing", 4) | {"workloads": [job(parallelism=2, gpu={"count": 1, "shared": True,
                                                                                   "memoryMiB": 4000})]},
