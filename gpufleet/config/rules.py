@@ -8,6 +8,7 @@ from gpufleet.config.aks_rules import check_aks
 from gpufleet.config.dra_prerequisite_rules import check_dra_prerequisites, dra_prerequisite_warnings
 from gpufleet.config.dra_rules import check_dra
 from gpufleet.config.node_pools import NodePool
+from gpufleet.config.platform_rules import check_platform, platform_warnings
 from gpufleet.config.sharing_rules import check_sharing_facts, sharing_warnings
 from gpufleet.config.stack import BUILTIN_GEOMETRIES, StackConfig
 from gpufleet.config.version_rules import check_versions, version_warnings
@@ -34,13 +35,14 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues += check_versions(cfg)
     issues += check_sharing_facts(cfg)
     issues += check_dra_prerequisites(cfg)
+    issues += check_platform(cfg)
     return issues
 
 
 def fact_warnings(cfg: StackConfig) -> list[ConfigIssue]:
     """What NVIDIA's facts say may go wrong on the cluster but the config cannot settle (outside a validated
     range, near an approximate floor, depending on the workload): warnings, never errors."""
-    return [*version_warnings(cfg), *sharing_warnings(cfg), *dra_prerequisite_warnings(cfg)]
+    return [*version_warnings(cfg), *sharing_warnings(cfg), *dra_prerequisite_warnings(cfg), *platform_warnings(cfg)]
 
 
 def _check_device_plugin(cfg: StackConfig) -> list[ConfigIssue]:

@@ -11,6 +11,7 @@ from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia import dra_prerequisites as dra_req
 from gpufleet.nvidia import operator_support as support
 from gpufleet.nvidia.architectures import driver_branch, driver_version
+from gpufleet.nvidia.node_platforms import KUBERNETES_FLOORS
 from gpufleet.nvidia.products import find_product
 from gpufleet.nvidia.versions import (DEVICE_PLUGIN_VERSION, DRA_DRIVER_VERSION, DRIVER_VERSION,
                                       GPU_OPERATOR_VERSION)
@@ -20,7 +21,23 @@ _CHART = _p("operator", "chartVersion")
 
 
 def check_versions(cfg: StackConfig) -> list[ConfigIssue]:
-    return [*_driver_vs_gpus(cfg), *_dra_driver_branch(cfg), *_operator_vs_kubernetes(cfg, errors=True)]
+    return [*_driver_vs_gpus(cfg), *_dra_driver_branch(cfg), *_operator_vs_kubernetes(cfg, errors=True),
+            *_below_chart_floor(cfg)]
+
+
+def _below_chart_floor(cfg: StackConfig) -> list[ConfigIssue]:
+    """A cluster older than the chart's `kubeVersion` (Helm refuses the install); the DRA driver's floor is
+    below resource.k8s.io/v1's 1.34, which dra_rules refuses already."""
+    chart = {"operator": "gpu-operator", "standalone": None if cfg.uses_dra() else "nvidia-device-plugin"}.get(cfg.mode)
+    floor = KUBERNETES_FLOORS.get(chart) if chart else None
+    cluster = _kubernetes(cfg)
+    if floor is None or cluster is None or cluster[0][:2] >= floor.minimum:
+        return []
+    (major, minor, _), path, shown = cluster
+    return [ConfigIssue(path, (
+        f"{shown} is older than {support.minor_text(floor.minimum)}, the oldest Kubernetes {chart} supports "
+        f"({floor.source}): Helm refuses the install and no GPU component is deployed; fix: upgrade the cluster "
+        f"to {support.minor_text(floor.minimum)} or later and set the version here"))]
 
 
 def version_warnings(cfg: StackConfig) -> list[ConfigIssue]:

@@ -200,6 +200,24 @@ def regenerated_config(path: str | None) -> RegeneratedConfig | None:
     return next((r for r in REGENERATED_CONFIGS if path and path.rstrip("/") == r.path), None)
 
 
+def regenerated_config_problem(path: str, containerd: Version | None = None) -> str | None:
+    """Why the toolkit must not edit `path`, or None where it may."""
+    regenerated = regenerated_config(path)
+    if regenerated is None or regenerated.documented_target:
+        return None
+    if containerd is None:
+        template = f"{regenerated.template} (containerd 1.x) or {regenerated.template_containerd_2} (containerd 2.x)"
+    elif containerd[0] >= 2:
+        template = f"{regenerated.template_containerd_2} (containerd 2.x)"
+    else:
+        template = f"{regenerated.template} (containerd 1.x)"
+    return (f"{regenerated.distribution} writes {path} afresh from its template at every start (and the "
+            f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime the "
+            f"toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for \"nvidia\" "
+            f"is configured'. Expected the toolkit pointed at the template {template}, or only the socket set "
+            f"(the {regenerated.distribution} preset)")
+
+
 # ---- Kubernetes version floors -------------------------------------------------------------------------
 
 @dataclass(frozen=True)

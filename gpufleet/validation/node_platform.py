@@ -300,26 +300,12 @@ def _why_not_default(n: NodeFacts) -> str:
 
 # ---- 6. a config file the distribution regenerates ----------------------------------------------------
 
-def regenerated_config_message(path: str, containerd: facts.Version | None = None) -> str | None:
-    """Why the toolkit must not edit `path`, or None where it may."""
-    regenerated = facts.regenerated_config(path)
-    if regenerated is None or regenerated.documented_target:
-        return None
-    template = regenerated.template_containerd_2 if containerd and containerd[0] >= 2 else regenerated.template
-    return (f"{regenerated.distribution} writes {path} afresh from its template at every start (and the "
-            f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime the "
-            f"toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for \"nvidia\" "
-            f"is configured'. Expected the toolkit pointed at the template {template} (containerd "
-            f"{'2.x' if template == regenerated.template_containerd_2 else '1.x'}), or only the socket set (the "
-            f"{regenerated.distribution} preset)")
-
-
 def regenerated_config_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
     path = release.toolkit_env().get("CONTAINERD_CONFIG")
     if not release.runs_toolkit or not path:
         return []
     versions = [v for n in gpu if (rt := facts.runtime_of(n.container_runtime)) and (v := rt[1])]
-    message = regenerated_config_message(path, max(versions) if versions else None)
+    message = facts.regenerated_config_problem(path, max(versions) if versions else None)
     if message is None:
         return []
     return [Finding(ERROR, release.subject, f"{release.setting('toolkit.env')} CONTAINERD_CONFIG: {message}.")]
