@@ -4,7 +4,17 @@ the output shown under it."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
 import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import termios
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +23,10 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = {"sh", "bash", "shell", "console"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 PROMPT = "$ "
+ELLIPSIS = re.compile(r"\.\.\.|…")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: The terminal the docs' output was shown in.
+COLUMNS, LINES = 80, 50
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,7 @@ class Example:
 
 
 def fenced_blocks(path: Path) -> list[Block]:
+    name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
     blocks, fence, start, lang, body = [], None, 0, "", []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if fence is None:
@@ -52,7 +67,7 @@ def fenced_blocks(path: Path) -> list[Block]:
             if m:
                 fence, lang, start, body = m.group(1), m.group(2), n, []
         elif line.strip() == fence:
-            blocks.append(Block(str(path.relative_to(ROOT)), start, lang, tuple(body)))
+            blocks.append(Block(name, start, lang, tuple(body)))
             fence = None
         else:
             body.append(line)
@@ -89,7 +104,7 @@ def examples_of(block: Block) -> list[Example]:
             continue
         command, comment = split_comment(pending + line.strip())
         if command.endswith("\\"):
-            pending = command[:-1] + " "
+            pending = command[:-1].rstrip() + " "
         elif command:
             found.append(Example(block, n, command, comment))
             pending = ""
@@ -104,3 +119,72 @@ def block_containing(doc: Path, text: str) -> Block:
     """The one shell block of `doc` that holds `text`."""
     (found,) = [b for b in fenced_blocks(doc) if b.is_shell and text in b.text]
     return found
+
+
+# --- running them ------------------------------------------------------------------------------------------
+
+def copy_working_tree(dest: Path) -> Path:
+    """The project's files as this working tree has them (tracked and new, not ignored) copied to `dest`."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True, text=True).stdout.split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int  # 124: it ran past its time
+    output: str  # standard output and error as a terminal showed them, without colour codes
+
+
+def run_in_terminal(command: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> Ran:
+    """Run a shell command line with a terminal of COLUMNS x LINES as its standard output and error."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    chunks, deadline, code = [], time.monotonic() + timeout, None
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.killpg(proc.pid, signal.SIGKILL)
+                code = 124
+                break
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal's last writer has gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+        returned = proc.wait()
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return Ran(returned if code is None else code, ANSI.sub("", text))
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def missing_from(output: str, shown: list[str]) -> list[str]:
+    """The shown lines that are not in the output, in order: each line is an excerpt of it (blanks and line
+    breaks count as one blank; `...` stands for any text), and the lines come in the output's order."""
+    text, at, missing = collapse(output), 0, []
+    for line in shown:
+        if not line.strip():
+            continue
+        pattern = ".*?".join(re.escape(collapse(part)) for part in ELLIPSIS.split(line))
+        found = re.compile(pattern).search(text, at)
+        if found is None:
+            missing.append(line)
+        else:
+            at = found.end()
+    return missing

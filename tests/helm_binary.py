@@ -51,8 +51,13 @@ def _layer_binary(name: str) -> Path:
     return target
 
 
+def helm_env() -> dict[str, str]:
+    """An isolated, empty helm configuration (no repositories, no plugins, no cluster)."""
+    return {"HELM_CACHE_HOME": str(CACHE / "cache"), "HELM_CONFIG_HOME": str(CACHE / "config"),
+            "HELM_DATA_HOME": str(CACHE / "data"), "KUBECONFIG": os.devnull}
+
+
 def run_helm(*args: str) -> subprocess.CompletedProcess:
-    """Run helm with an isolated, empty configuration (no repositories, no plugins, no cluster)."""
-    env = {**os.environ, "HELM_CACHE_HOME": str(CACHE / "cache"), "HELM_CONFIG_HOME": str(CACHE / "config"),
-           "HELM_DATA_HOME": str(CACHE / "data"), "KUBECONFIG": os.devnull}
+    """Run helm with an isolated, empty configuration."""
+    env = {**os.environ, **helm_env()}
     return subprocess.run([str(helm_binary()), *args], capture_output=True, text=True, env=env)

@@ -4,7 +4,6 @@ head commit per kind of pull request, each checked out with `git worktree add`."
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from doc_examples import block_containing
+from doc_examples import block_containing, copy_working_tree
 
 SCRIPT = Path("scripts") / "pr-preview"
 SENTINEL = "v1:AAABAPRSENTINELsecretvalue0123456789"
@@ -35,13 +34,7 @@ def git(cwd: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """The project's files (tracked and new, as in this working tree) committed as `main`: the base."""
-    root = tmp_path_factory.mktemp("pr") / "base"
-    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
-    for rel in filter(None, listed):
-        src = ROOT / rel
-        if src.is_file():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, root / rel)
+    root = copy_working_tree(tmp_path_factory.mktemp("pr") / "base")
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")
