@@ -192,6 +192,9 @@ class ModelSpec(Model):
         return self.name or self.config or ""
 
 
-from gpufleet.config.model_serving import check_model, memory_conflicts, model_issues, served_model  # noqa: E402
+from gpufleet.config.model_serving import (  # noqa: E402
+    check_model, check_vllm_flags, memory_conflicts, model_issues, served_model,
+)
 
-__all__ = ["ModelSpec", "check_model", "memory_conflicts", "model_issues", "read_model_files", "served_model"]
+__all__ = ["ModelSpec", "check_model", "check_vllm_flags", "memory_conflicts", "model_issues",
+           "read_model_files", "served_model"]

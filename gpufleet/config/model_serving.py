@@ -42,10 +42,16 @@ def _same(key: str, flag_value, field_value) -> bool:
     return flag_value == field_value
 
 
-def _settings(model, argv, path: str = "model") -> tuple[dict, list[tuple[str, str]]]:
+def release(model, image: str) -> tuple[int, int] | None:
+    """(major, minor) of the vLLM release: the block's engineVersion, else the image tag's."""
+    version = model.engine_version if model is not None else None
+    return tuple(int(p) for p in version.lstrip("v").split(".")[:2]) if version else image_version(image)
+
+
+def _settings(model, argv, path: str = "model", image: str = "") -> tuple[dict, list[tuple[str, str]]]:
     """The block's serving settings with the flags filled in: ({field: value}, [(where, problem)])."""
     spelled: dict = {}
-    flags, problems = read_flags(list(argv), spelled)
+    flags, problems = read_flags(list(argv), spelled, release(model, image))
     out = [("args", p) for p in problems]
     settings = {}
     for key, (field, yaml_key) in _FLAG_FIELDS.items():
@@ -71,12 +77,11 @@ def _shown(value) -> str:
 
 def vllm_args(model, image: str, argv=(), path: str = "model") -> tuple[VllmArgs | None, list[tuple[str, str]]]:
     """The engine's flags for the block (None when maxModelLen cannot be known) and the problems."""
-    s, problems = _settings(model, argv if is_vllm(image) else (), path)
+    s, problems = _settings(model, argv if is_vllm(image) else (), path, image)
     length = s["max_model_len"] or model.fact("max_position_embeddings")
     if length is None:
         return None, problems
-    version = model.engine_version or None
-    parsed = tuple(int(p) for p in version.lstrip("v").split(".")[:2]) if version else image_version(image)
+    parsed = release(model, image)
     kv_mib = s["kv_cache_memory_mib"]
     args = VllmArgs(max_model_len=length, max_num_seqs=s["max_num_seqs"],
                     max_num_batched_tokens=s["max_num_batched_tokens"],
@@ -94,7 +99,7 @@ def served_model(model, image: str = "", argv=()) -> ServedModel:
     args, _ = vllm_args(model, image, argv)
     if args is None:
         raise ValueError("maxModelLen is not known")
-    settings, _ = _settings(model, argv if is_vllm(image) else ())
+    settings, _ = _settings(model, argv if is_vllm(image) else (), image=image)
     kv_dtype = settings["kv_cache_dtype"] or "auto"
     doc = model.hf_config
     by_hand = model.parameters is not None or doc is None
@@ -145,7 +150,7 @@ def model_issues(path: str, model, gpu_count: int, argv=(), args_path: str = "",
             issues.append(ConfigIssue(f"{path}.headDim", f"required (or hiddenSize and attentionHeads){source}"))
     args, problems = vllm_args(model, image, argv, path.split(":", 1)[-1])
     issues += [ConfigIssue(args_path or path, f"{p}") for _, p in problems]
-    settings, _ = _settings(model, argv if is_vllm(image) else ())
+    settings, _ = _settings(model, argv if is_vllm(image) else (), image=image)
     if model.hf_config is not None and model.parameters is None and model.dtype in ("int8", "int4"):
         issues.append(ConfigIssue(f"{path}.dtype", f"{model.dtype} with config: the checkpoint's config.json decides "
                                   "the weights' width; allowed here: bf16, fp16, fp32, fp8 (vLLM's online "
@@ -186,6 +191,18 @@ def check_model(i: int, w) -> list[ConfigIssue]:
     argv = [*(w.command or []), *(w.args or [])]
     return model_issues(yaml_path("workloads", i, "model"), w.model, w.gpu.count, argv,
                         yaml_path("workloads", i, "args" if w.args else "command"), w.image)
+
+
+def check_vllm_flags(i: int, w) -> list[ConfigIssue]:
+    """A vLLM workload without a `model:` block: flags its release refuses (with the block, check_model
+    reports them)."""
+    from gpufleet.config._paths import yaml_path
+
+    if not is_vllm(w.image) or w.model is not None:
+        return []
+    _, problems = read_flags([*(w.command or []), *(w.args or [])], None, image_version(w.image))
+    where = yaml_path("workloads", i, "args" if w.args else "command")
+    return [ConfigIssue(where, p) for p in problems]
 
 
 def minimum_mib(served: ServedModel) -> int:

@@ -5,7 +5,7 @@ that must be secrets."""
 from __future__ import annotations
 
 from gpufleet.config._paths import yaml_path as _p
-from gpufleet.config.model import check_model
+from gpufleet.config.model import check_model, check_vllm_flags
 from gpufleet.config.stack import SECTION_KEYS
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
 from gpufleet.errors import ConfigIssue
@@ -26,6 +26,8 @@ def check_workload(i: int, w: InferenceService | Notebook | BatchJob) -> list[Co
     issues += _check_env(i, w)
     if w.model is not None:
         issues += check_model(i, w)
+    else:
+        issues += check_vllm_flags(i, w)
     if isinstance(w, InferenceService):
         issues += _check_ports(i, w)
     if has_service(w):

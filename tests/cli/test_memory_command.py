@@ -78,3 +78,17 @@ def test_a_max_model_len_is_suggested_when_the_kv_cache_limits_the_length(cli):
     r = memory(cli, "--gpu", "4090", "--", "--max-model-len", "20000")
     assert r.code == 0
     assert "Largest --max-model-len it accepts: 40,160 (suggested, with a margin: 38,144)" in r.out
+
+
+def test_a_misspelt_vllm_flag_is_refused_naming_the_nearest_flag(cli):
+    r = memory(cli, "--gpu", "H100-80GB", "--", "--max-model-length", "8192")
+    assert r.code == 2 and r.out == ""
+    assert r.err.strip() == ("vLLM flags: --max-model-length: no such flag in vLLM 0.11.0, which refuses it: "
+                             "'unrecognized arguments: --max-model-length'; did you mean --max-model-len?")
+
+
+def test_vllm_flags_it_does_not_model_are_accepted_and_a_shortened_flag_is_read(cli):
+    r = memory(cli, "--gpu", "4090", "--", "--max-model", "20000", "--port", "8000",
+               "--enable-prefix-caching")
+    assert r.code == 0, r.err
+    assert "Maximum concurrency for 20,000 tokens per request" in r.out

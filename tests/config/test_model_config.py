@@ -120,3 +120,29 @@ def test_vllm_flags_agree_by_meaning_not_spelling(tmp_path):
     (stack / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
     assert any("workloads[0].args: --kv-cache-dtype bfloat16 disagrees with workloads[0].model.kvCacheDtype fp8"
                in l for l in _issues(stack))
+
+
+def _vllm_stack(tmp_path: Path, args: list[str], model: dict | None = None) -> Path:
+    workload = {"kind": "inference", "name": "llm", "image": "vllm/vllm-openai:v0.11.0", "nodePool": "h100",
+                "gpu": {"count": 1}, "args": args, **({"model": model} if model else {})}
+    config = {**BASE, "gpufleet:workloads": [workload]}
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": config}))
+    return tmp_path
+
+
+BY_HAND = {"parameters": 8_000_000_000, "layers": 32, "kvHeads": 8, "headDim": 128,
+           "maxPositionEmbeddings": 131072}
+
+
+@pytest.mark.parametrize("model", [None, BY_HAND], ids=["no model block", "model block"])
+def test_a_vllm_flag_the_images_release_refuses_is_a_config_error_at_args(tmp_path, model):
+    lines = _issues(_vllm_stack(tmp_path, ["--model", "m", "--max-model-length", "8192"], model))
+    assert any("gpufleet:workloads[0].args" in l and "--max-model-length: no such flag in vLLM 0.11.0" in l
+               and "did you mean --max-model-len?" in l for l in lines), lines
+
+
+def test_real_vllm_flags_gpufleet_does_not_model_load(tmp_path):
+    args = ["--model", "m", "--port", "8000", "--enable-prefix-caching", "--max_model_len", "8192",
+            "--served-model-name", "chat"]
+    cfg = load_stack("t", _vllm_stack(tmp_path, args)).config
+    assert cfg.workloads[0].args[-1] == "chat"

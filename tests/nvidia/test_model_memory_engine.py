@@ -342,11 +342,58 @@ def test_default_utilization_is_0_92_from_0_21_and_0_9_before():
 def test_both_spellings_of_a_flag_are_read():
     found, problems = read_flags(["vllm", "serve", "m", "-tp", "4", "--pipeline-parallel-size=2", "-dp", "2",
                                   "--max-model-len", "8192", "--gpu-memory-utilization=0.8", "--enforce-eager",
-                                  "--kv-cache-dtype", "fp8", "--max-num-seqs", "64", "--unknown", "x"])
+                                  "--kv-cache-dtype", "fp8", "--max-num-seqs", "64", "--port", "8000"])
     assert problems == []
     assert found == {"tensor_parallel": 4, "pipeline_parallel": 2, "data_parallel": 2, "max_model_len": 8192,
                      "gpu_memory_utilization": 0.8, "enforce_eager": True, "kv_cache_dtype": "fp8",
                      "max_num_seqs": 64}
+
+
+def test_a_flag_no_release_has_is_refused_naming_the_nearest_one():
+    found, problems = read_flags(["--max-model-length", "8192"], version=(0, 11))
+    assert found == {}
+    assert problems == ["--max-model-length: no such flag in vLLM 0.11.0, which refuses it: 'unrecognized "
+                        "arguments: --max-model-length'; did you mean --max-model-len?"]
+
+
+def test_real_flags_gpufleet_does_not_model_are_accepted_and_ignored():
+    argv = ["meta-llama/Llama-3.1-8B-Instruct", "--port", "8000", "--served-model-name", "a", "b",
+            "--enable-prefix-caching", "--no-enable-prefix-caching", "--trust-remote-code", "--api-key", "k",
+            "--compilation-config.level", "3", "-O3", "--swap-space", "4", "--max-model-len", "4096"]
+    assert read_flags(argv, version=(0, 11)) == ({"max_model_len": 4096}, [])
+
+
+@pytest.mark.parametrize("argv", [["--max_model_len", "4096"], ["--max-model=4096"], ["--max-model", "4096"],
+                                  ["--max_model", "4096"]])
+def test_flags_are_read_as_vllms_parser_reads_them_shortened_or_with_underscores(argv):
+    assert read_flags(argv, version=(0, 11)) == ({"max_model_len": 4096}, [])
+
+
+def test_a_shortening_of_several_flags_is_refused_as_ambiguous():
+    _, problems = read_flags(["--max-num", "8"], version=(0, 11))
+    assert problems == ["--max-num: vLLM 0.11.0 refuses it: 'ambiguous option: --max-num could match "
+                        "--max-num-batched-tokens, --max-num-partial-prefills, --max-num-seqs'; write the "
+                        "whole flag"]
+
+
+def test_a_flag_is_checked_against_the_release_that_runs_it():
+    _, problems = read_flags(["-ep"], version=(0, 11))
+    assert problems == ["-ep: no such flag in vLLM 0.11.0, which refuses it: 'unrecognized arguments: -ep' "
+                        "(a flag of vLLM 0.33.0); did you mean -tp?"]
+    assert read_flags(["-ep"], version=(0, 33)) == ({"expert_parallel": True}, [])
+    assert read_flags(["-ep"], version=(0, 21)) == ({"expert_parallel": True}, [])  # a release not recorded
+
+
+@pytest.mark.parametrize("argv", [
+    ["python3", "-m", "vllm.entrypoints.openai.api_server", "--max-model-length", "1"],
+    ["vllm", "serve", "m", "--max-model-length", "1"]])
+def test_a_vllm_launcher_before_the_flags_is_skipped(argv):
+    assert read_flags(argv, version=(0, 11))[1][0].startswith("--max-model-length: no such flag")
+
+
+def test_flags_after_another_program_are_not_judged():
+    argv = ["sh", "-c", "exec vllm serve m --max-model-length 1", "--max-model-length"]
+    assert read_flags(argv) == ({}, [])
 
 
 def test_the_last_occurrence_wins_as_with_argparse():

@@ -1,9 +1,10 @@
 """The `vllm serve` flags GPU memory depends on, read from a container's command line (vllm/engine/arg_utils.py).
 
 `read_flags(argv)` returns the values it found, by our field name, and the problems (a flag with a value
-vLLM would reject), each naming the flag, the value and what is allowed. Flags vLLM spells two ways
-(`--tensor-parallel-size` / `-tp`, `--flag=value` / `--flag value`) are both read; the last occurrence wins,
-as with argparse. Lengths take vLLM's human-readable forms: `32k` = 32,000, `32K` = 32,768.
+vLLM would reject, or a flag the release does not have: vllm_cli), each naming the flag, the value and what
+is allowed. Flags are read as vLLM's parser reads them (`-tp` / `--tensor-parallel-size`, `--flag=value`,
+`--max_model_len`, `--max-model` for `--max-model-len`); the last occurrence wins, as with argparse. Lengths
+take vLLM's human-readable forms: `32k` = 32,000, `32K` = 32,768.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gpufleet.nvidia.model_memory.attention import KV_DTYPE_BYTES
+from gpufleet.nvidia.model_memory.vllm_cli import Token, options_for, options_in, server_arguments
 
 #: vLLM --quantization values gpufleet sizes (others are read from config.json's quantization_config).
 QUANTIZATIONS = ("fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "bitsandbytes", "mxfp4", "compressed-tensors",
@@ -94,21 +96,37 @@ def _value(flag: _Flag, raw: str):
     return raw, None
 
 
-def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None) -> tuple[dict, list[str]]:
-    """({field: value}, [problem]) for the memory flags in argv (unknown flags are ignored). `spelled`, when
-    given, receives {field: (flag as written, value as written)}."""
+def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None,
+               version: tuple[int, int] | None = None) -> tuple[dict, list[str]]:
+    """({field: value}, [problem]) for the memory flags in a container's command line. `spelled`, when given,
+    receives {field: (flag as written, value as written)}.
+
+    On a vLLM server's command line (vllm_cli.server_arguments) every option is read as vLLM's parser of
+    release `version` reads it (shortened, with underscores, `=value`), and one that release does not have is
+    a problem, as vLLM refuses it; a flag it has that gpufleet does not model is ignored. After another
+    program (a shell), only the memory flags written out in full are read."""
     found: dict = {}
     problems: list[str] = []
     spelled = {} if spelled is None else spelled
     args = [str(a) for a in argv]
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name, _, inline = arg.partition("=")
-        flag = _BY_NAME.get(name)
-        i += 1
+    server = server_arguments(args)
+    if server is not None:
+        args = server
+        tokens = options_in(args, *options_for(version))
+    else:
+        tokens = [Token(i, name, name, inline or None) for i, (name, _, inline) in
+                  enumerate(a.partition("=") for a in args) if name in _BY_NAME]
+    taken = -1  # the last value a flag consumed (a number may look like an option)
+    for t in tokens:
+        if t.index <= taken:
+            continue
+        if t.problem is not None:
+            problems.append(t.problem)
+            continue
+        flag = _BY_NAME.get(t.flag)
         if flag is None:
             continue
+        name, inline = t.written, t.inline
         if flag.kind in ("bool", "nobool"):
             if inline and inline.lower() not in ("true", "false"):
                 problems.append(f"{name} takes no value (or true/false), got {inline!r}")
@@ -117,12 +135,13 @@ def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None) -
             found[flag.key] = on if flag.kind == "bool" else not on
             spelled[flag.key] = (name, inline or "")
             continue
-        if not inline and "=" not in arg:
-            if i >= len(args) or (args[i].startswith("-") and not args[i].lstrip("-").replace(".", "").isdigit()):
+        if inline is None:
+            nxt = t.index + 1
+            number = nxt < len(args) and args[nxt].lstrip("-").replace(".", "").isdigit()
+            if nxt >= len(args) or (args[nxt].startswith("-") and not number):
                 problems.append(f"{name} needs a value")
                 continue
-            inline = args[i]
-            i += 1
+            inline, taken = args[nxt], nxt
         value, problem = _value(flag, inline)
         if problem:
             problems.append(problem)
