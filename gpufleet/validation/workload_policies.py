@@ -2,7 +2,8 @@
 
 `workload_findings` runs every rule that needs nothing but the manifest and a few facts of the planned
 setup (`WorkloadFacts`, which default to what holds without a stack): no-visible-devices-bypass,
-no-driver-hostpath and the resource names of gpu-request-shape. The modules of policies/ call the same
+no-driver-hostpath, the resource names of gpu-request-shape, and a privileged (or /dev-mounting) GPU
+container (no-privileged-shared-gpu on shared GPUs, gpu-privileged elsewhere). The modules of policies/ call the same
 functions, so `plan` and `check` say the same words. gpu-taint-toleration is not here: it needs the
 stack's node pools, and `check` schedules against the real nodes' taints already.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpufleet.validation.gpu_requests import DevicePluginFacts, containers, is_list, request_shape_messages
+from gpufleet.validation.privileged_gpus import privileged_gpu_messages
 
 MANDATORY, ADVISORY = "mandatory", "advisory"
 
@@ -29,6 +31,8 @@ class Rule:
 NO_VISIBLE_DEVICES_BYPASS = Rule("no-visible-devices-bypass", MANDATORY)
 NO_DRIVER_HOSTPATH = Rule("no-driver-hostpath", MANDATORY)
 GPU_REQUEST_SHAPE = Rule("gpu-request-shape", MANDATORY)
+NO_PRIVILEGED_SHARED_GPU = Rule("no-privileged-shared-gpu", MANDATORY)
+GPU_PRIVILEGED = Rule("gpu-privileged", ADVISORY)
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class WorkloadFacts:
     platform_managed: bool = False
     allowed_host_paths: tuple[str, ...] = ()
     devices: DevicePluginFacts = field(default_factory=DevicePluginFacts)
+    shared_resources: frozenset[str] = frozenset()
+    """GPU resources served only as shares (time-slicing or MPS replicas) where the workload may land."""
 
 
 # ---- where the pod spec is -------------------------------------------------------------------------
@@ -196,4 +202,6 @@ def workload_findings(obj: Any, facts: WorkloadFacts = WorkloadFacts()) -> list[
               for m in driver_hostpath_messages(what, spec, facts.allowed_host_paths)]
     found += [Finding(GPU_REQUEST_SHAPE, m)
               for m in request_shape_messages(what, spec, lambda: facts.devices, api_rules=False)]
+    errors, warnings = privileged_gpu_messages(what, spec, facts.shared_resources)
+    found += [Finding(NO_PRIVILEGED_SHARED_GPU, m) for m in errors] + [Finding(GPU_PRIVILEGED, m) for m in warnings]
     return found

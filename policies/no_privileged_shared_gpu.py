@@ -1,0 +1,27 @@
+"""no-privileged-shared-gpu: a container on a shared GPU (time-slicing or MPS) neither runs privileged nor
+mounts the host's /dev: it would see every GPU of the node and all their memory, so the shares and MPS's
+limits no longer hold. Decided in gpufleet.validation.privileged_gpus (`gpufleet check` runs the same rule,
+shared GPUs read from the nodes' GFD labels); elsewhere a privileged GPU container is gpu-privileged's warning.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
+
+from gpufleet.validation.workload_policies import NO_PRIVILEGED_SHARED_GPU
+from policies._common import STACK_CONFIG_PROPERTIES
+from policies._privileged import messages
+
+
+def validate(args: ResourceValidationArgs, report_violation) -> None:
+    for message in messages(args)[0]:
+        report_violation(message)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NO_PRIVILEGED_SHARED_GPU.name,
+    description="A container on a shared GPU neither runs privileged nor mounts the host's /dev.",
+    enforcement_level=EnforcementLevel(NO_PRIVILEGED_SHARED_GPU.level),
+    config_schema=PolicyConfigSchema(properties={**STACK_CONFIG_PROPERTIES}),
+    validate=validate,
+)
