@@ -4,9 +4,12 @@ resources the stack serves only as shares comes from its node pools (every pool 
 
 from __future__ import annotations
 
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
+
 from gpufleet.nvidia.sharing import GPU
 from gpufleet.validation.privileged_gpus import privileged_gpu_messages
-from policies._common import describe, pod_spec, stack_config_for
+from gpufleet.validation.workload_policies import MANDATORY, Rule
+from policies._common import STACK_CONFIG_PROPERTIES, describe, pod_spec, stack_config_for
 
 
 def _shared_resources(cfg) -> frozenset[str]:
@@ -22,3 +25,16 @@ def messages(args) -> tuple[list[str], list[str]]:
         return [], []
     what = describe(args.resource_type, args.props, args.name)
     return privileged_gpu_messages(what, spec, _shared_resources(stack_config_for(args)))
+
+
+def policy(rule: Rule, description: str) -> ResourceValidationPolicy:
+    """The pack policy of one of the two rules: the errors (mandatory rule) or the warnings (advisory)."""
+    which = 0 if rule.level == MANDATORY else 1
+
+    def validate(args: ResourceValidationArgs, report_violation) -> None:
+        for message in messages(args)[which]:
+            report_violation(message)
+
+    return ResourceValidationPolicy(name=rule.name, description=description, validate=validate,
+                                    enforcement_level=EnforcementLevel(rule.level),
+                                    config_schema=PolicyConfigSchema(properties={**STACK_CONFIG_PROPERTIES}))

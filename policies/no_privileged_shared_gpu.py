@@ -6,22 +6,7 @@ shared GPUs read from the nodes' GFD labels); elsewhere a privileged GPU contain
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
-
 from gpufleet.validation.workload_policies import NO_PRIVILEGED_SHARED_GPU
-from policies._common import STACK_CONFIG_PROPERTIES
-from policies._privileged import messages
+from policies._privileged import policy
 
-
-def validate(args: ResourceValidationArgs, report_violation) -> None:
-    for message in messages(args)[0]:
-        report_violation(message)
-
-
-POLICY = ResourceValidationPolicy(
-    name=NO_PRIVILEGED_SHARED_GPU.name,
-    description="A container on a shared GPU neither runs privileged nor mounts the host's /dev.",
-    enforcement_level=EnforcementLevel(NO_PRIVILEGED_SHARED_GPU.level),
-    config_schema=PolicyConfigSchema(properties={**STACK_CONFIG_PROPERTIES}),
-    validate=validate,
-)
+POLICY = policy(NO_PRIVILEGED_SHARED_GPU, "A container on a shared GPU neither runs privileged nor mounts the host's /dev.")
