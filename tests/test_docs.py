@@ -94,11 +94,7 @@ NOT_RUN = [
 RUN_ELSEWHERE = [("scripts/pr-preview --base", "tests/test_pr_preview.py runs this block in a fresh clone")]
 #: Examples whose doc is out of date, until the section's owner brings it up to date: (doc, command) -> what
 #: is wrong. Strict: once the example passes, its entry must go.
-STALE = {
-    ("README.md", "gpufleet headroom --probe trainer.yaml --nodes nodes.json --pods pods.json"):
-        "the output shown is that of a run with the fleet's Deployments as MANIFEST (the range over "
-        "tie-breaks comes from placing them); the command gives none (docs/headroom.md gives rollout.yaml)",
-}
+STALE: dict[tuple[str, str], str] = {}
 RUNS_HERE = re.compile(r"^(gpufleet|helm) ")
 UNLISTED = "neither run here nor listed in NOT_RUN with what it needs"
 WRITES = re.compile(r"--(?:out|summary|reports|force)\b|>")
