@@ -53,9 +53,12 @@ def _product(gpu: str, memory_mib: int | None):
                          "product name, e.g. the memory)")
     if memory_mib is not None:
         return None
-    raise InputError(f"--gpu {gpu!r} is no GPU gpufleet knows (a name must match whole words of one of: "
-                     f"{', '.join(PRODUCTS)}); for another GPU give --gpu-memory-mib N, its memory as "
-                     "nvidia-smi reports it")
+    wanted = gpu.strip().replace(" ", "-").lower()
+    partial = [p.key for p in PRODUCTS.values() if wanted and wanted in p.key.lower()]
+    known = (f"it is only part of a word of {', '.join(partial)}" if partial else
+             f"a name must match whole words of one of: {', '.join(PRODUCTS)}")
+    raise InputError(f"--gpu {gpu!r} is no GPU gpufleet knows ({known}); for another GPU give "
+                     "--gpu-memory-mib N, its memory as nvidia-smi reports it")
 
 
 def command(

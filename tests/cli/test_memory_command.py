@@ -32,6 +32,12 @@ def test_a_name_that_is_only_part_of_a_word_is_no_gpu_and_points_at_gpu_memory_m
     assert "--gpu-memory-mib" in r.err
 
 
+def test_a_part_of_a_word_lists_the_products_it_is_part_of(cli):
+    r = memory(cli, "--gpu", "H20")
+    assert r.err.strip() == ("--gpu 'H20' is no GPU gpufleet knows (it is only part of a word of NVIDIA-H200); "
+                             "for another GPU give --gpu-memory-mib N, its memory as nvidia-smi reports it")
+
+
 @pytest.mark.parametrize("name, candidates", [
     ("V100", ["Tesla-V100-SXM2-16GB (16384 MiB)", "Tesla-V100-SXM2-32GB (32768 MiB)"]),
     ("H100", ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-PCIe", "NVIDIA-H100-NVL"]),
