@@ -1,0 +1,53 @@
+"""The control plane itself: the pinned release answers, and capacity gpufleet reads becomes KWOK nodes the
+API server holds with the same labels, taints and allocatable."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.capacity.model import Taint
+from tests.e2e.cluster import ROOT, Cluster, ClusterError, bin_dir
+from tests.e2e.kwok_nodes import (create_nodes, delete_kwok_nodes, nodes_from_file, nodes_from_items,
+                                  wait_nodes_ready)
+
+NODES_FILE = ROOT / "tests" / "fixtures" / "nodes-mixed-cluster.json"
+
+
+def test_api_server_reports_the_pinned_release(cluster):
+    version = cluster.api().ok("GET", "/version")
+    assert (version["major"], version["minor"]) == ("1", "34")
+    assert version["gitVersion"].startswith("v1.34.")
+    assert bin_dir() is not None
+
+
+def test_nodes_from_a_kubectl_file_keep_labels_taints_and_allocatable(cluster):
+    api = cluster.api()
+    wanted = nodes_from_file(NODES_FILE)
+    try:
+        create_nodes(api, wanted)
+        wait_nodes_ready(api, [n.name for n in wanted])
+        live = nodes_from_items(api.ok("GET", "/api/v1/nodes")["items"])
+    finally:
+        delete_kwok_nodes(api)
+    by_name = {n.name: n for n in live}
+    for node in wanted:
+        got = by_name[node.name]
+        assert {k: v for k, v in got.labels.items() if k in node.labels} == node.labels
+        # A cordoned node also gets the unschedulable taint from the node lifecycle controller, as in any cluster.
+        derived = {Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")} if node.unschedulable else set()
+        assert set(got.taints) == set(node.taints) | derived
+        assert got.unschedulable == node.unschedulable
+        for resource, value in node.allocatable.items():
+            assert got.allocatable[resource] == value, (node.name, resource)
+
+
+def test_a_start_that_fails_names_the_component_and_shows_its_log(cluster, tmp_path):
+    # An etcd that cannot use its data directory (a file stands where the directory should be).
+    broken = Cluster(tmp_path / "broken", cluster.bins)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "etcd").write_text("not a directory")
+    with pytest.raises(ClusterError) as exc:
+        broken.start(timeout=20)
+    assert "etcd" in str(exc.value)
+    assert "the end of" in str(exc.value)
+    assert broken.procs == []
