@@ -17,6 +17,7 @@ from gpufleet.capacity.model import Node
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.result import Blocked, Blocker
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
+from gpufleet.scheduling.unmet import missing_resource, most_known
 
 RUNNING = "pods already running"
 PRODUCT = "nvidia.com/gpu.product"
@@ -26,7 +27,8 @@ _SHOWN = 5
 
 
 def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[PodWorkload],
-               shapes: dict[int, PodShape], snap: Snapshot) -> Blocked | None:
+               shapes: dict[int, PodShape], snap: Snapshot, dra=None) -> Blocked | None:
+    """`dra`: the check's DraState before any pod is placed, for a pod with claims."""
     nodes = snap.nodes
     eligible = outcome.blocked
     if eligible is None or not len(eligible):
@@ -46,6 +48,14 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     too_big = shape.memo("too_big", lambda: _too_big(shape, snap))
     if too_big is not None:
         return Blocked(*too_big, tuple(blockers))
+    if dra is not None and w.spec.get("resourceClaims") and not outcome.placed:
+        # (a pod placed shows its claims can be allocated here)
+        from gpufleet.scheduling.dra.unmatched import unmatched
+
+        never = shape.memo(f"unmatched {w.namespace} {w.spec['resourceClaims']!r}", lambda: unmatched(
+            dra, w.namespace, w.name, w.spec, np.asarray(eligible, dtype=np.int64)))
+        if never is not None:
+            return Blocked(*never, tuple(blockers))
     need = _request(shape.requests) if shape.requests or not w.spec.get("resourceClaims") else "its claims' devices"
     if not held:
         has = _verb(one_node, "has", "have")
@@ -87,17 +97,31 @@ def _elsewhere(other: PodShape, shape: PodShape, snap: Snapshot) -> bool:
 
 
 def _too_big(shape: PodShape, snap: Snapshot) -> tuple[str, str] | None:
-    """When one pod asks for more of a resource than any node it may use has at all, allocatable."""
+    """When one pod asks for more of a resource than any node it may use has at all, allocatable: a name no
+    node has (gpufleet.scheduling.unmet), more than any known GPU product holds, or more than these nodes."""
     for r, v in sorted(shape.fit.items()):
         alloc = snap.alloc.get(r)
         at = shape.eligible if r not in snap.unknown else shape.eligible & ~snap.unknown[r]
         if not at.any() or at.sum() < shape.eligible.sum():
             continue
         top = 0 if alloc is None else int(alloc[at].max())
-        if top < v:
-            one, most = _request({r: v}), (_request({r: top}) if top else f"no {r}")
-            return (f"one pod asks for {one}; the largest node it may use has {most} allocatable",
-                    f"ask for at most {most} per pod (split the work over more pods), or add nodes with {one}")
+        if top >= v:
+            continue
+        one, most = _request({r: v}), (_request({r: top}) if top else f"no {r}")
+        summary = f"one pod asks for {one}; the largest node it may use has {most} allocatable"
+        if not top:
+            missing = missing_resource(r, v, snap.nodes)
+            if missing is not None:
+                return missing
+            return summary, (f"let it use the nodes that have {r} (its node selector, affinity or tolerations "
+                             f"keep it off them), or add nodes it may use with {one}")
+        known = most_known(r, snap.nodes)
+        if known is not None and v > known[0]:
+            return (f"{summary}; no node of a known GPU product holds {v} (the most is {known[1]})",
+                    f"ask for at most {most} per pod and split the work over more pods: no node to add holds "
+                    f"{one}")
+        return summary, (f"ask for at most {most} per pod (split the work over more pods), or add nodes with "
+                         f"{one}")
     return None
 
 

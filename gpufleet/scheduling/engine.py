@@ -205,7 +205,8 @@ class _Check:
             from gpufleet.scheduling.blocked import blocked_by
 
             run = runs[pending_runs[0]]
-            blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.snapshot)
+            blocked = blocked_by(index, shape, shown, run, self.workloads, self.shapes, self.snapshot,
+                                 self.dra_base)
             if len(pending_runs) == len(runs):
                 result.unschedulable.append(Unschedulable(w.key, "pending", shown.pending, shown.message, blocked))
             else:

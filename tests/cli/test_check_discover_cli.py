@@ -38,9 +38,12 @@ def test_check_exits_1_and_reports_the_101_gpu_pod_in_scheduler_words():
         "workload": "Pod/default/greedy", "reason": "pending", "pending": 1,
         "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
     # ... and what to do about it: no node holds 101 GPUs.
-    assert u["blockedBy"]["summary"] == ("one pod asks for nvidia.com/gpu 101; the largest node it may use has "
-                                         "nvidia.com/gpu 8 allocatable")
-    assert u["blockedBy"]["fix"].startswith("ask for at most nvidia.com/gpu 8 per pod")
+    blocked = u["blockedBy"]
+    assert blocked["summary"] == ("one pod asks for nvidia.com/gpu 101; the largest node it may use has "
+                                  "nvidia.com/gpu 8 allocatable; no node of a known GPU product holds 101 (the "
+                                  "most is 20 GPUs)")
+    assert blocked["fix"] == ("ask for at most nvidia.com/gpu 8 per pod and split the work over more pods: no node "
+                              "to add holds nvidia.com/gpu 101")
 
 
 def test_running_pods_make_the_directory_of_manifests_not_fit():

@@ -101,6 +101,8 @@ class DraState:
         self._looks_by_split: dict[bytes, Looks] = {}
         self._signatures: dict[int, tuple[dict, str]] = {}
         self._slices_of: dict[str, list[tuple[int, dict]]] | None = None
+        self.explaining = None
+        """What explanations of Pending pods share (.unmatched.Explaining), kept across a check's pods."""
 
     def copy(self) -> "DraState":
         twin = DraState.__new__(DraState)
@@ -115,6 +117,7 @@ class DraState:
         twin._verdicts, twin._look_ids, twin._looks, twin._looks_by_split = self._verdicts, self._look_ids, {}, {}
         twin._on = self._on
         twin._signatures, twin._slices_of = self._signatures, self._slices_of
+        twin.explaining = self.explaining
         return twin
 
     def attach(self, nodes: Sequence[Node]) -> None:

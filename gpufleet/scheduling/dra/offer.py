@@ -28,9 +28,16 @@ class Selectors:
     def __init__(self):
         self._activations: dict[tuple, dict] = {}
         self._outcomes: dict[tuple, bool | str] = {}
+        self._by_device: dict[tuple, bool | str] = {}
 
     def outcome(self, expression: str, device: Device) -> bool | str:
         """Whether the expression passes the device, or its CEL error's text."""
+        found = self._by_device.get((expression, device.key))
+        if found is None:
+            found = self._by_device[(expression, device.key)] = self._outcome(expression, device)
+        return found
+
+    def _outcome(self, expression: str, device: Device) -> bool | str:
         from gpufleet.scheduling.dra.cel import (CelError, compile_selector, device_activation, evaluate,
                                                  projection, reads)
 
