@@ -396,6 +396,13 @@ def test_flags_after_another_program_are_not_judged():
     assert read_flags(argv) == ({}, [])
 
 
+def test_a_value_attached_to_a_boolean_flag_is_refused_as_argparse_refuses_it():
+    assert read_flags(["--enforce-eager=true"]) == ({}, [
+        "--enforce-eager=true: --enforce-eager takes no value (vLLM refuses it: 'ignored explicit argument "
+        "'true''); write --enforce-eager or --no-enforce-eager"])
+    assert read_flags(["--no-enable-chunked-prefill"]) == ({"chunked_prefill": False}, [])
+
+
 def test_the_last_occurrence_wins_as_with_argparse():
     found, _ = read_flags(["--tensor-parallel-size", "2", "-tp", "4", "--max-model-len=1024", "--max-model-len", "2048"])
     assert found["tensor_parallel"] == 4 and found["max_model_len"] == 2048

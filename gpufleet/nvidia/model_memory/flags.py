@@ -128,12 +128,12 @@ def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None,
             continue
         name, inline = t.written, t.inline
         if flag.kind in ("bool", "nobool"):
-            if inline and inline.lower() not in ("true", "false"):
-                problems.append(f"{name} takes no value (or true/false), got {inline!r}")
+            if inline is not None:  # argparse's BooleanOptionalAction takes no value
+                problems.append(f"{name}={inline}: {name} takes no value (vLLM refuses it: 'ignored explicit "
+                                f"argument {inline!r}'); write {_spellings(name)}")
                 continue
-            on = inline.lower() != "false" if inline else True
-            found[flag.key] = on if flag.kind == "bool" else not on
-            spelled[flag.key] = (name, inline or "")
+            found[flag.key] = flag.kind == "bool"
+            spelled[flag.key] = (name, "")
             continue
         if inline is None:
             nxt = t.index + 1
@@ -149,6 +149,13 @@ def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None,
             found[flag.key] = value
             spelled[flag.key] = (name, inline)
     return found, problems
+
+
+def _spellings(name: str) -> str:
+    """How a boolean flag is written: `--x or --no-x` (argparse negates long options only)."""
+    if not name.startswith("--"):
+        return f"{name} alone"
+    return f"{name} or --{name[5:]}" if name.startswith("--no-") else f"{name} or --no-{name[2:]}"
 
 
 def image_version(image: str) -> tuple[int, int] | None:
