@@ -1,0 +1,104 @@
+"""Discovery and RBAC, for real: `gpufleet discover` against the live cluster, run as a ServiceAccount bound
+only to deploy/rbac/'s ClusterRole, reads the same capacity model as `discover --nodes --pods` reads from
+the kubectl JSON of the same objects; and without any one of the role's resource rules it answers as
+docs/discovery.md documents: the 403 line for nodes, pods and DRA objects, a warning for what admission
+reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import ROOT, write_kubeconfig
+from tests.e2e.kwok_nodes import create_nodes, nodes_from_file, wait_nodes_ready
+from tests.e2e.workloads import create_running_pods, ensure_namespaces, gpufleet
+
+ROLE_FILE = ROOT / "deploy" / "rbac" / "gpufleet-discovery-clusterrole.yaml"
+NODES_FILE = ROOT / "tests" / "fixtures" / "nodes-mixed-cluster.json"
+PODS_FILE = ROOT / "tests" / "fixtures" / "pods-mixed-cluster.json"
+NAMESPACE = "gpufleet"
+
+
+def role() -> dict:
+    return next(d for d in yaml.safe_load_all(ROLE_FILE.read_text()) if d and d["kind"] == "ClusterRole")
+
+
+def as_service_account(cluster, name: str, rules: list[dict], tmp_path: Path) -> Path:
+    """A kubeconfig for ServiceAccount `gpufleet/<name>`, bound only to a ClusterRole with these rules."""
+    api = cluster.api()
+    api.ok("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", {"metadata": {"name": name}})
+    cluster_role = {**role(), "metadata": {"name": name}, "rules": rules}
+    api.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", cluster_role)
+    api.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]})
+    token = api.ok("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{name}/token",
+                   {"spec": {"expirationSeconds": 3600}})["status"]["token"]
+    path = tmp_path / f"{name}.kubeconfig"
+    write_kubeconfig(path, cluster.server, cluster.pki / "ca.crt", {"token": token})
+    return path
+
+
+@pytest.fixture(scope="module")
+def populated(cluster):
+    """The mixed-cluster fixture's nodes (as KWOK nodes) and its bound pods."""
+    api = cluster.api()
+    nodes = nodes_from_file(NODES_FILE)
+    create_nodes(api, nodes)
+    wait_nodes_ready(api, [n.name for n in nodes])
+    pods = [p for p in json.loads(PODS_FILE.read_text())["items"] if p["spec"].get("nodeName")]
+    ensure_namespaces(api, {p["metadata"]["namespace"] for p in pods} | {NAMESPACE})
+    create_running_pods(api, pods)
+    return cluster
+
+
+def model(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    doc.pop("source", None)
+    doc["nodes"] = sorted(doc["nodes"], key=lambda n: n["name"])
+    doc["pods"] = sorted(doc["pods"], key=lambda p: (p["namespace"], p["name"]))
+    return doc
+
+
+def test_live_discovery_as_the_clusterrole_reads_the_model_of_the_kubectl_files(populated, kubectl, tmp_path):
+    kubeconfig = as_service_account(populated, "discovery", role()["rules"], tmp_path)
+    live = gpufleet("discover", "--kubeconfig", str(kubeconfig), "--out", str(tmp_path / "live.json"))
+    assert live.returncode == 0, live.stderr
+
+    for kind in ("nodes", "pods"):
+        got = kubectl("get", kind, *(["-A"] if kind == "pods" else []), "-o", "json")
+        assert got.returncode == 0, got.stderr
+        (tmp_path / f"{kind}.json").write_text(got.stdout)
+    files = gpufleet("discover", "--nodes", str(tmp_path / "nodes.json"),
+                     "--pods", str(tmp_path / "pods.json"), "--out", str(tmp_path / "files.json"))
+    assert files.returncode == 0, files.stderr
+
+    live_model, file_model = model(tmp_path / "live.json"), model(tmp_path / "files.json")
+    assert live_model["nodes"] == file_model["nodes"]
+    assert live_model["pods"] == file_model["pods"]
+
+
+RESOURCE_RULES = [(i, r) for i, r in enumerate(role()["rules"]) if "resources" in r]
+#: Lists admission reads: docs/discovery.md says a forbidden one is skipped with a warning, not an error.
+ADMISSION_RESOURCES = {"resourcequotas", "limitranges", "priorityclasses", "clusterqueues", "localqueues",
+                       "resourceflavors"}
+
+
+@pytest.mark.parametrize(("index", "rule"), RESOURCE_RULES,
+                         ids=[",".join(r["resources"]) for _, r in RESOURCE_RULES])
+def test_without_one_rule_discovery_gives_the_documented_answer(populated, index, rule, tmp_path):
+    rules = [r for i, r in enumerate(role()["rules"]) if i != index]
+    kubeconfig = as_service_account(populated, f"minus-{index}", rules, tmp_path)
+    live = gpufleet("discover", "--kubeconfig", str(kubeconfig), "--out", str(tmp_path / "live.json"))
+    if set(rule["resources"]) <= ADMISSION_RESOURCES:
+        assert live.returncode == 0, live.stderr
+        assert "may not be listed with these credentials" in live.stderr
+        assert "gpufleet-discovery-clusterrole.yaml" in live.stderr
+        return
+    assert live.returncode == 2, live.stdout + live.stderr
+    assert "403 Forbidden" in live.stderr
+    assert any(f'cannot list resource "{res}"' in live.stderr for res in rule["resources"]), live.stderr
