@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from gpufleet.nvidia import node_platforms as facts
 from gpufleet.nvidia.operator_support import RELEASES, minor_text, operator_version
+from gpufleet.validation.gpu_requests import is_list
 
 ERROR, WARNING = "error", "warning"
 OPERATOR, DEVICE_PLUGIN, DRA_DRIVER = "gpu-operator", "nvidia-device-plugin", "dra-driver-nvidia-gpu"
@@ -75,7 +76,8 @@ class Release:
 
     def toolkit_env(self) -> dict[str, str]:
         env = self.value("toolkit.env", []) if self.chart == OPERATOR else []
-        return {str(e.get("name")): str(e.get("value")) for e in env or [] if isinstance(e, Mapping)}
+        return {str(e.get("name")): str(e.get("value")) for e in (env if is_list(env) else [])
+                if isinstance(e, Mapping)}
 
     @property
     def runs_driver_container(self) -> bool:
@@ -318,7 +320,7 @@ def _required_terms(spec: Mapping) -> list[list[Mapping]]:
     node = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
     required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    if not isinstance(terms, list):
+    if not is_list(terms):
         return []
     return [[e for e in (t.get("matchExpressions") or []) if isinstance(e, Mapping)]
             for t in terms if isinstance(t, Mapping)]
@@ -339,24 +341,41 @@ def _writer(key: str) -> str:
     return next((who for pattern, who in LABEL_WRITERS if pattern.match(key)), "nobody in this stack")
 
 
+def _well_formed(spec: Mapping) -> bool:
+    affinity = spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping) else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    return (isinstance(spec.get("nodeSelector") or {}, Mapping) and isinstance(affinity or {}, Mapping)
+            and isinstance(node or {}, Mapping) and isinstance(required or {}, Mapping)
+            and is_list(terms or []) and all(isinstance(t, Mapping) for t in terms or [])
+            and all(is_list(t.get("matchExpressions") or []) for t in terms or []))
+
+
 def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
                        selects: Callable[[Mapping, NodeFacts], bool]) -> list[Finding]:
     """A DaemonSet that selects GPU nodes by their labels (NVIDIA, NFD or GKE ones) but whose selector matches
     none of the GPU nodes: the DaemonSet controller creates no pod at all, not even a Pending one. `selects`:
     whether a pod spec's nodeSelector and required node affinity match a node
     (gpufleet.scheduling.daemonsets.selects_node, the scheduler's own terms)."""
-    if not isinstance(spec, Mapping) or not gpu:
-        return []
-    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    if not isinstance(spec, Mapping) or not gpu or not _well_formed(spec):
+        return []  # the API server refuses a malformed selector; that is its validation's to report
+    selector = spec["nodeSelector"] if isinstance(spec.get("nodeSelector"), Mapping) else {}
     keys = {str(k) for k in selector} | {str(e.get("key")) for t in _required_terms(spec) for e in t}
     gpu_keys = sorted(k for k in keys if _GPU_LABEL.match(k))
     if not gpu_keys or any(selects(spec, n) for n in gpu):
         return []
-    missing = sorted(k for k in gpu_keys if not any(k in n.labels for n in gpu))
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
-    lacking = "; ".join(f"{k} (written by {_writer(k)})" for k in missing) or "the values it selects"
+    problems = []
+    for k in gpu_keys:
+        carried = sorted({n.labels[k] for n in gpu if k in n.labels})
+        if not carried:
+            problems.append(f"they lack {k} (written by {_writer(k)})")
+        elif k in selector and str(selector[k]) not in carried:
+            problems.append(f"{k} is {', '.join(carried)} there, not {selector[k]}")
     return [Finding(ERROR, subject, (
-        f"selects {wanted}, which none of the GPU nodes ({names(gpu)}) carries: they lack {lacking}. The "
+        f"selects {wanted}, which none of the GPU nodes ({names(gpu)}) matches: "
+        f"{'; '.join(problems) or 'its terms exclude them'}. The "
         "DaemonSet controller creates no pod on them, not even a Pending one, so the nodes advertise no GPU "
         "(or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected the labels "
         "written on the GPU nodes (run what writes them), or a selector the nodes match."))]

@@ -67,7 +67,7 @@ def test_a_gpu_daemonset_that_selects_a_label_no_gpu_node_has_never_lands(tmp_pa
     assert code == 1
     [refused] = [u for u in out["unschedulable"] if u["reason"] == "policy"]
     assert refused["workload"] == "DaemonSet/mon/gpu-exporter"
-    assert "none of the GPU nodes (ip-10-0-3-17.ec2.internal) carries" in refused["message"]
+    assert "none of the GPU nodes (ip-10-0-3-17.ec2.internal) matches: they lack" in refused["message"]
     assert "feature.node.kubernetes.io/pci-10de.present (written by Node Feature Discovery" in refused["message"]
 
 
