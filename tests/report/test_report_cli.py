@@ -245,3 +245,22 @@ def test_report_of_dra_cluster_files_draws_the_sliced_gpus_and_the_claimed_ones_
     # two nodes of 8 H100s in ResourceSlices (no nvidia.com/gpu); an existing claim holds 6 of node a's
     assert "16 GPU(s), 6 in use" in out.read_text()
     assert "| 2 | 6 | 10 |" in summary.read_text()
+
+
+def test_a_stack_claim_for_a_product_its_nodes_lack_names_the_shorthand_and_the_products_they_carry():
+    import yaml
+
+    from gpufleet.config.loading import parse_sections
+
+    raw = yaml.safe_load((ROOT / "Pulumi.dra.yaml").read_text())["config"]
+    sections = {k.removeprefix("gpufleet:"): v for k, v in raw.items()}
+    llm = next(w for w in sections["workloads"] if w["name"] == "llm")
+    llm["gpu"]["claim"]["product"] = "NVIDIA A100-SXM4-80GB"  # the pool's GPUs are H100s, all 16 free
+    report = stack_report("t", parse_sections(sections, "Pulumi.t.yaml"))
+    (pending,) = report.not_running
+    assert pending.key == "Deployment/serving/llm"
+    assert pending.held_by.startswith("request gpu of ResourceClaimTemplate serving/llm-gpu matches no device "
+                                      "on the 2 nodes it may use: its selector #0 ")
+    assert "(a stack config's `product: NVIDIA A100-SXM4-80GB`)" in pending.held_by
+    assert pending.held_by.endswith("they carry productName: NVIDIA H100 80GB HBM3")
+    assert "add nodes it may use" not in pending.fix

@@ -43,8 +43,8 @@ def test_a_selector_no_device_passes_is_named_with_the_values_the_devices_carry_
     assert u.message == "0/2 nodes are available: 2 cannot allocate all claims."
     assert u.blocked.summary == (
         "request gpus of ResourceClaimTemplate ml/a100 matches no device on the 2 nodes it may use: its "
-        f"selector #0 `{a100}` passes none of the 16 device(s) DeviceClass gpu.nvidia.com selects; they "
-        "carry productName: NVIDIA H100 80GB HBM3")
+        f"selector #0 `{a100}` (a stack config's `product: NVIDIA A100-SXM4-80GB`) passes none of the 16 "
+        "device(s) DeviceClass gpu.nvidia.com selects; they carry productName: NVIDIA H100 80GB HBM3")
     assert u.blocked.fix == ("select what the devices carry (productName: NVIDIA H100 80GB HBM3), or add "
                              "nodes with devices that match")
 

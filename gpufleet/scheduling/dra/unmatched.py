@@ -12,6 +12,8 @@ one device of each look answers for all devices that look alike, and is kept for
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +24,14 @@ from gpufleet.scheduling.dra.offer import Selectors, attribute, class_expression
 from gpufleet.scheduling.unmet import GPU, most_known
 
 _VALUES_SHOWN = 6
+_LITERAL = r'("(?:[^"\\]|\\.)*")'
+#: The selectors gpufleet renders for a stack config's claim shorthands (gpufleet.render.claims), and the key.
+SHORTHANDS = (
+    (re.compile(r'device\.attributes\["gpu\.nvidia\.com"\]\.productName == ' + _LITERAL), "product"),
+    (re.compile(r'device\.attributes\["gpu\.nvidia\.com"\]\.profile == ' + _LITERAL), "profile"),
+    (re.compile(r'device\.capacity\["gpu\.nvidia\.com"\]\.memory\.compareTo\(quantity\(' + _LITERAL
+                + r'\)\) >= 0'), "minMemory"),
+)
 
 
 @dataclass(frozen=True)
@@ -202,8 +212,9 @@ def _words(which: str, where: str, problem, table) -> tuple[str, str]:
                 "let the pod use nodes that have devices")
     if isinstance(problem, Unselected):
         carried = carried_values(problem.expression, table, problem.entries)
-        summary = (f"{which} matches no device on {where}: {problem.who} `{problem.expression}` passes none "
-                   f"of the {len(problem.entries)} device(s) {problem.what}")
+        summary = (f"{which} matches no device on {where}: {problem.who} `{problem.expression}`"
+                   f"{_shorthand(problem.expression)} passes none of the {len(problem.entries)} device(s) "
+                   f"{problem.what}")
         if carried:
             summary += f"; they carry {carried}"
         if problem.of_class:
@@ -225,6 +236,15 @@ def _words(which: str, where: str, problem, table) -> tuple[str, str]:
                 f"holds {problem.wanted}")
     return summary, (f"ask for at most {problem.most} device(s){share} per claim, or add nodes with "
                      f"{problem.wanted} such devices")
+
+
+def _shorthand(expression: str) -> str:
+    """` (a stack config's `product: X`)` when gpufleet rendered the selector from a claim shorthand."""
+    for pattern, key in SHORTHANDS:
+        m = pattern.fullmatch(expression)
+        if m:
+            return f" (a stack config's `{key}: {json.loads(m.group(1))}`)"
+    return ""
 
 
 def carried_values(expression: str, table, entries: np.ndarray) -> str:
