@@ -111,7 +111,7 @@ def resolve(token: str, options: frozenset[str], label: str) -> Token:
     if matches:
         return Token(0, name, None, inline, f"{name}: {label} refuses it: 'ambiguous option: {base} could "
                                             f"match {', '.join(matches)}'; write the whole flag")
-    elsewhere = [name for name, flags in releases().items() if base in flags]
+    elsewhere = [release for release, flags in releases().items() if base in flags]
     near = difflib.get_close_matches(base, sorted(options), n=1, cutoff=0.6)
     hint = (f" (a flag of vLLM {', '.join(elsewhere)})" if elsewhere else "") + (
         f"; did you mean {near[0]}?" if near else "; see `vllm serve --help=all`")
