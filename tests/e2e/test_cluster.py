@@ -33,8 +33,9 @@ def test_nodes_from_a_kubectl_file_keep_labels_taints_and_allocatable(cluster):
     for node in wanted:
         got = by_name[node.name]
         assert {k: v for k, v in got.labels.items() if k in node.labels} == node.labels
-        # A cordoned node also gets the unschedulable taint from the node lifecycle controller, as in any cluster.
-        derived = {Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")} if node.unschedulable else set()
+        # A cordoned node also gets the unschedulable taint from the node lifecycle controller, as anywhere.
+        cordon = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+        derived = {cordon} if node.unschedulable else set()
         assert set(got.taints) == set(node.taints) | derived
         assert got.unschedulable == node.unschedulable
         for resource, value in node.allocatable.items():
