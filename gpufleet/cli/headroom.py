@@ -61,7 +61,7 @@ def command(
     scheduler's tie-breaking, and what stopped the next one. Exit 0, or 2 on bad input.
     """
     from gpufleet.cli.check import capacity_source, read_inputs
-    from gpufleet.scheduling.headroom import headroom
+    from gpufleet.scheduling.headroom import ProbeError, headroom
 
     try:
         if (probe is None) == (not shapes):
@@ -76,8 +76,11 @@ def command(
             _print_table(headroom_table(cap.nodes, cap.pods, objects,
                                         extended_resource_toleration=extended_resource_toleration), as_json)
             return
-        answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
-                          extended_resource_toleration=extended_resource_toleration)
+        try:
+            answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
+                              extended_resource_toleration=extended_resource_toleration)
+        except ProbeError as e:
+            raise InputError(f"--probe {probe}: {e}") from e
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e

@@ -34,6 +34,10 @@ HEADROOM_RUNS = 15
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
+class ProbeError(InputError):
+    """The probe itself is unusable (not one pod, refused by the API server, a claim no input holds)."""
+
+
 @dataclass
 class Headroom:
     """The answer for one probe."""
@@ -105,6 +109,10 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
 
     namespace, meta, spec = probe_pod(probe)
+    missing = _missing_claim(namespace, spec, manifests)
+    if missing is not None:
+        raise ProbeError(f"the probe's pod claim {missing}, which none of the inputs holds: put it beside the "
+                         "probe's workload in the probe file (every copy of the probe needs it)")
     node_list, pod_list = _nodes(nodes), _pods(pods)
     bound = upper_bound(node_list, pod_list, pod_requests(spec))
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -118,7 +126,7 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     placed = sum(by_node.values())
     stuck = next((u for u in result.unschedulable if u.workload == key), None)
     if stuck is not None and stuck.reason == "rejected":
-        raise InputError(f"the probe is not a valid pod: {stuck.message}")
+        raise ProbeError(f"the probe is not a valid pod: {stuck.message}")
     per_run = sorted(bound - p for p in result.pending_by_run.get(key, ())) or [placed]
     middle = per_run[len(per_run) // 2] if len(per_run) % 2 else (per_run[len(per_run) // 2 - 1]
                                                                     + per_run[len(per_run) // 2]) // 2
@@ -142,6 +150,22 @@ def _product(labels: dict[str, str], spec: dict) -> str:
     if mig:
         return f"{product.split('-MIG-')[0] or 'GPU'} {mig[0].removeprefix('nvidia.com/mig-')}"
     return product or "(no GPU product label)"
+
+
+def _missing_claim(namespace: str, spec: dict, manifests: list[dict]) -> str | None:
+    """`NAME names ResourceClaimTemplate NS/T` for the first pod claim whose template or claim is in no input:
+    the probe's copies would wait for it forever, which says nothing about the room left."""
+    claims = spec.get("resourceClaims") or ()
+    if not claims:
+        return None
+    objects = _dra(manifests)
+    for pc in claims:
+        template, named = pc.get("resourceClaimTemplateName"), pc.get("resourceClaimName")
+        if template is not None and (namespace, template) not in objects.templates:
+            return f"{pc.get('name')} names ResourceClaimTemplate {namespace}/{template}"
+        if template is None and named is not None and (namespace, named) not in objects.claims:
+            return f"{pc.get('name')} names ResourceClaim {namespace}/{named}"
+    return None
 
 
 def _device_kinds(uses: list[tuple[str, str, str]], key: str, manifests: list[dict]) -> dict[str, str]:

@@ -129,3 +129,17 @@ def test_a_probe_file_with_its_claim_template_is_placed_on_the_free_devices(tmp_
     # 16 H100s less the 6 an existing claim holds on node a
     assert doc["instances"] == 10 and doc["byNode"] == {"dra-node-a": 2, "dra-node-b": 8}
     assert doc["byProduct"] == {"NVIDIA H100 80GB HBM3": 10}
+
+
+def test_a_probe_whose_claim_template_no_input_holds_is_exit_2_naming_the_file_and_the_template(tmp_path):
+    probe = tmp_path / "probe.yaml"
+    container = {"name": "c", "image": "x:1", "resources": {"claims": [{"name": "gpu"}]}}
+    probe.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer", "namespace": "ml"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                 "containers": [container]}}))
+    done = run("headroom", "--probe", probe, "--nodes", DRA / "nodes.json", DRA / "deviceclasses.yaml",
+               DRA / "resourceslices.json")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert done.err.startswith(f"--probe {probe}: the probe's pod claim gpu names ResourceClaimTemplate "
+                               "ml/one-gpu, which none of the inputs holds"), done.err
