@@ -160,6 +160,16 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
                 f"pod is ready the toolkit, device plugin and validator wait behind it and the nodes advertise "
                 f"no nvidia.com/gpu. Expected {release.setting('driver.enabled')}: false (use the driver "
                 f"{os_.name} provides" + (f", under {os_.driver_root}" if os_.driver_root else "") + ").")))
+        root = _driver_root(release)
+        if os_.driver_root and root is not None and root[1].rstrip("/") != os_.driver_root:
+            out.append(Finding(ERROR, release.subject, (
+                f"node(s) {names(nodes)} run {os_.name} ({_shown_os(first)}), whose driver lives under "
+                f"{os_.driver_root}, but {release.setting(root[0])} is {root[1]}: the "
+                f"{'toolkit and validator' if release.chart == OPERATOR else 'plugin'} find no driver there "
+                "(no NVML, no nvidia-smi), so the nodes advertise no GPU. Expected "
+                f"{release.setting(root[0])}: {os_.driver_root} (gpufleet does not set it: on such nodes use "
+                "mode platform-managed with the platform's own device plugin, or a node image whose driver the "
+                "stack can install, e.g. Ubuntu).")))
         if release.runs_device_plugin and os_.own_device_plugin:
             out.append(Finding(WARNING, release.subject, _second_plugin(release, nodes, f"{os_.name}: "
                                                                          f"{os_.own_device_plugin}")))
@@ -169,6 +179,15 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
             release, gke, f"GKE runs its own GPU device plugin DaemonSet on GPU nodes without the label "
                           f"{facts.GKE_NO_DEVICE_PLUGIN_LABEL}=true")))
     return out
+
+
+def _driver_root(release: Release) -> tuple[str, str] | None:
+    """(value path, where the release looks for a host's driver); None where its own driver container serves."""
+    if release.chart == OPERATOR:
+        if release.runs_driver_container:
+            return None
+        return "hostPaths.driverInstallDir", str(release.value("hostPaths.driverInstallDir") or "/run/nvidia/driver")
+    return "nvidiaDriverRoot", str(release.value("nvidiaDriverRoot") or "/")
 
 
 def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
@@ -363,8 +382,9 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     selector = spec["nodeSelector"] if isinstance(spec.get("nodeSelector"), Mapping) else {}
     keys = {str(k) for k in selector} | {str(e.get("key")) for t in _required_terms(spec) for e in t}
     gpu_keys = sorted(k for k in keys if _GPU_LABEL.match(k))
-    if not gpu_keys or any(selects(spec, n) for n in gpu):
-        return []
+    placed = [n for n in gpu if selects(spec, n)]
+    if placed or not gpu_keys:
+        return _plugin_runtime_class(subject, spec, placed)
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
     problems = []
     for k in gpu_keys:
@@ -379,6 +399,29 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
         "DaemonSet controller creates no pod on them, not even a Pending one, so the nodes advertise no GPU "
         "(or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected the labels "
         "written on the GPU nodes (run what writes them), or a selector the nodes match."))]
+
+
+def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) -> list[Finding]:
+    """NVIDIA's device plugin as a DaemonSet of its own (the static manifest, a rendered chart) on nodes whose
+    nvidia runtime is not the default: without runtimeClassName (and without a CDI device list strategy) it
+    runs under runc, finds no NVML and advertises no GPU."""
+    not_default = [n for n in placed if _nvidia_not_default(n)]
+    if not not_default or spec.get("runtimeClassName"):
+        return []
+    for c in spec.get("containers") or []:
+        if not isinstance(c, Mapping) or "k8s-device-plugin" not in str(c.get("image") or ""):
+            continue
+        env = {str(e.get("name")): str(e.get("value")) for e in (c.get("env") if is_list(c.get("env")) else [])
+               if isinstance(e, Mapping)}
+        if "cdi" in env.get("DEVICE_LIST_STRATEGY", ""):
+            continue
+        return [Finding(ERROR, subject, (
+            f"runs NVIDIA's device plugin (container '{c.get('name')}') on node(s) {names(not_default)} "
+            f"({_why_not_default(not_default[0])}), whose nvidia runtime is not containerd's default, without "
+            "runtimeClassName: the plugin runs under runc, finds no NVML ('could not load NVML library') and "
+            "the nodes advertise no GPU. Expected spec.template.spec.runtimeClassName: nvidia (and the same on "
+            "the GPU workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
+    return []
 
 
 # ---- everything, for one release ----------------------------------------------------------------------
