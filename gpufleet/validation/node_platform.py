@@ -164,9 +164,9 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
         if os_.driver_root and root is not None and root[1].rstrip("/") != os_.driver_root:
             out.append(Finding(ERROR, release.subject, (
                 f"node(s) {names(nodes)} run {os_.name} ({_shown_os(first)}), whose driver lives under "
-                f"{os_.driver_root}, but {release.setting(root[0])} is {root[1]}: the "
-                f"{'toolkit and validator' if release.chart == OPERATOR else 'plugin'} find no driver there "
-                "(no NVML, no nvidia-smi), so the nodes advertise no GPU. Expected "
+                f"{os_.driver_root}, but {release.setting(root[0])} is {root[1]}: "
+                f"{'the toolkit and validator find' if release.chart == OPERATOR else 'its plugin finds'} no "
+                "driver there (no NVML, no nvidia-smi), so the nodes advertise no GPU. Expected "
                 f"{release.setting(root[0])}: {os_.driver_root} (gpufleet does not set it: on such nodes use "
                 "mode platform-managed with the platform's own device plugin, or a node image whose driver the "
                 "stack can install, e.g. Ubuntu).")))
