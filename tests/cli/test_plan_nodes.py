@@ -100,3 +100,16 @@ def test_a_capacity_policys_nodes_file_is_named_instead_of_plan_nodes(tmp_path):
                     "node-platform.nodesFile and node-platform-advisories.nodesFile there too to check the runtime "
                     "preset, the host driver, the nodes' OS, runtime and Kubernetes version, selector labels and "
                     "pool products")
+
+
+def test_an_operator_stack_that_installs_the_driver_on_talos_nodes_is_refused_by_plan(tmp_path):
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [{
+        "metadata": {"name": "talos-gpu-0", "labels": {"feature.node.kubernetes.io/pci-10de.present": "true"}},
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"},
+                   "nodeInfo": {"kubeletVersion": "v1.33.5", "containerRuntimeVersion": "containerd://2.0.0",
+                                "osImage": "Talos (v1.8.3)", "kernelVersion": "6.6.60-talos"}}}]}))
+    result = _plan("--stack", "k3s", "--nodes", str(nodes))  # operator.driver.enabled: true
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "[mandatory] node-platform" in result.stdout
+    assert "gpufleet:operator.driver.enabled is true, but node(s) talos-gpu-0 run Talos Linux" in result.stdout
