@@ -43,6 +43,7 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
     pools = {p.name: members for p in cfg.node_pools if (members := pool_members(p, nodes))}
     gpu = [n for ns in pools.values() for n in ns] or [n for n in nodes if rules.shows_gpu(n)]
     out: list[tuple[rules.Finding, str | None]] = []
+    releases: list[rules.Release] = []
 
     def release(r) -> None:
         chart = str(r.props.get("chart"))
@@ -50,13 +51,15 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
             values = dict(r.props.get("values") or {})
             rel = rules.Release(chart, str(r.props.get("version") or ""), values,
                                 f"Pulumi.{ref.stack}.yaml ({chart} release)", _setting(chart))
+            releases.append(rel)
             out.extend((f, r.urn) for f in rules.release_findings(rel, list(nodes), pools))
 
     def daemonset(r) -> None:
         if r.resource_type in POD_SPEC_PATHS and r.resource_type.endswith(":DaemonSet"):
             what = describe(r.resource_type, r.props, r.name)
+            families = rules.label_families(releases, ())
             out.extend((f, r.urn) for f in rules.daemonset_findings(what, pod_spec(r.resource_type, r.props), gpu,
-                                                                      selects_node))
+                                                                      selects_node, families))
 
     each_known([r for r in args.resources if r.resource_type == RELEASE_TYPE], release)
     each_known(args.resources, daemonset)

@@ -19,20 +19,31 @@ RULE = "node-platform"
 def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, rules.Finding]]:
     """(workload key, finding) of every node-platform rule on these objects and nodes."""
     gpu = [n for n in nodes if rules.shows_gpu(n)]
+    objs = list(flatten(objects))
+    releases = [r for r in map(rules.release_of_record, objs) if r is not None]
+    daemonsets = {_key(o): _spec(o) for o in objs if o.get("kind") == "DaemonSet"}  # no checked workload
+    images = [str(c.get("image")) for spec in daemonsets.values() if isinstance(spec, dict)
+              for c in spec.get("containers") or [] if isinstance(c, dict)]
+    families = rules.label_families(releases, images)
     out: list[tuple[str, rules.Finding]] = []
-    for obj in flatten(objects):
-        release = rules.release_of_record(obj)
-        if release is not None:
-            key = release.subject.replace("HelmRelease ", "HelmRelease/")
-            out += [(key, f) for f in rules.release_findings(release, nodes)]
-        elif obj.get("kind") == "DaemonSet":  # not a checked workload: it has no replicas to place
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-            key = f"DaemonSet/{meta.get('namespace') or 'default'}/{meta.get('name') or '(unnamed)'}"
-            spec = obj
-            for part in POD_SPEC_PATHS["DaemonSet"]:
-                spec = spec.get(part) if isinstance(spec, dict) else None
-            out += [(key, f) for f in rules.daemonset_findings(key, spec, gpu, selects_node)]
+    for release in releases:
+        key = release.subject.replace("HelmRelease ", "HelmRelease/")
+        out += [(key, f) for f in rules.release_findings(release, nodes)]
+    for key, spec in daemonsets.items():
+        out += [(key, f) for f in rules.daemonset_findings(key, spec, gpu, selects_node, families)]
     return out
+
+
+def _key(obj: dict) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return f"DaemonSet/{meta.get('namespace') or 'default'}/{meta.get('name') or '(unnamed)'}"
+
+
+def _spec(obj: dict) -> Any:
+    spec: Any = obj
+    for part in POD_SPEC_PATHS["DaemonSet"]:
+        spec = spec.get(part) if isinstance(spec, dict) else None
+    return spec
 
 
 def add_node_platform_findings(result: CheckResult, objects: list[Any], nodes: list) -> None:

@@ -360,6 +360,45 @@ def _writer(key: str) -> str:
     return next((who for pattern, who in LABEL_WRITERS if pattern.match(key)), "nobody in this stack")
 
 
+NFD_FAMILY = "feature.node.kubernetes.io/"
+GFD_FAMILY = "nvidia.com/"  # GFD's labels; not nvidia.com/gpu.present nor the operator's gpu.deploy.* ones
+OPERATOR_FAMILY = "nvidia.com/*"  # the operator writes gpu.present and gpu.deploy.*, and runs GFD
+
+
+def label_families(releases: Iterable[Release], images: Iterable[str]) -> frozenset[str]:
+    """The families of node labels the checked GPU stack writes once deployed: a release of it (the operator
+    runs NFD unless nfd.enabled is false, labels the GPU nodes it finds and runs GFD; the device plugin chart
+    runs GFD with gfd.enabled and NFD with nfd.enabled, or with GFD when that is unset), or a DaemonSet running
+    NFD's or GFD's image."""
+    out = set()
+    for r in releases:
+        if r.chart == OPERATOR:
+            out.add(OPERATOR_FAMILY)
+            if r.enabled("nfd.enabled"):
+                out.add(NFD_FAMILY)
+        elif r.chart == DEVICE_PLUGIN:
+            gfd = r.enabled("gfd.enabled", False)
+            if gfd:
+                out.add(GFD_FAMILY)
+            if r.enabled("nfd.enabled", gfd):
+                out.add(NFD_FAMILY)
+    for image in images:
+        if "node-feature-discovery" in image:
+            out.add(NFD_FAMILY)
+        if "gpu-feature-discovery" in image:
+            out.add(GFD_FAMILY)
+    return frozenset(out)
+
+
+def _written(key: str, families: frozenset[str]) -> bool:
+    if key.startswith(NFD_FAMILY):
+        return NFD_FAMILY in families
+    if key.startswith("nvidia.com/"):
+        operator_only = key == "nvidia.com/gpu.present" or key.startswith("nvidia.com/gpu.deploy.")
+        return OPERATOR_FAMILY in families or (GFD_FAMILY in families and not operator_only)
+    return False
+
+
 def _well_formed(spec: Mapping) -> bool:
     affinity = spec.get("affinity")
     node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
@@ -372,11 +411,13 @@ def _well_formed(spec: Mapping) -> bool:
 
 
 def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
-                       selects: Callable[[Mapping, NodeFacts], bool]) -> list[Finding]:
+                       selects: Callable[[Mapping, NodeFacts], bool],
+                       families: frozenset[str] = frozenset()) -> list[Finding]:
     """A DaemonSet that selects GPU nodes by their labels (NVIDIA, NFD or GKE ones) but whose selector matches
     none of the GPU nodes: the DaemonSet controller creates no pod at all, not even a Pending one. `selects`:
     whether a pod spec's nodeSelector and required node affinity match a node
-    (gpufleet.scheduling.daemonsets.selects_node, the scheduler's own terms)."""
+    (gpufleet.scheduling.daemonsets.selects_node, the scheduler's own terms). `families`: label_families of
+    the GPU stack checked with it; a selector on labels it will write is not judged before they exist."""
     if not isinstance(spec, Mapping) or not gpu or not _well_formed(spec):
         return []  # the API server refuses a malformed selector; that is its validation's to report
     selector = spec["nodeSelector"] if isinstance(spec.get("nodeSelector"), Mapping) else {}
@@ -385,6 +426,8 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     placed = [n for n in gpu if selects(spec, n)]
     if placed or not gpu_keys:
         return _plugin_runtime_class(subject, spec, placed)
+    if all(_written(k, families) for k in gpu_keys):
+        return []  # the stack checked with it writes those labels once it runs
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
     problems = []
     for k in gpu_keys:

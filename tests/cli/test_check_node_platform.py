@@ -76,3 +76,17 @@ def test_the_daemonset_lands_where_the_gpu_nodes_carry_its_label(tmp_path):
     code, out = check(tmp_path, [ds], "nodes-os-ubuntu.json")
     assert code == 0, out
     assert [u for u in out["unschedulable"] if u["reason"] == "policy"] == []
+
+
+def test_a_daemonset_on_labels_the_checked_stack_writes_is_not_refused_before_they_exist(tmp_path):
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds, operator_release(driver={"enabled": False})], "nodes-os-al2023.json")
+    assert [u for u in out["unschedulable"] if u["workload"] == "DaemonSet/mon/gpu-exporter"] == []
+
+
+def test_the_same_daemonset_is_refused_when_that_stack_runs_no_nfd(tmp_path):
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds, operator_release(driver={"enabled": False}, nfd={"enabled": False})],
+                      "nodes-os-al2023.json")
+    assert code == 1
+    assert [u["reason"] for u in out["unschedulable"] if u["workload"] == "DaemonSet/mon/gpu-exporter"] == ["policy"]
