@@ -13,31 +13,11 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
+from gpufleet.validation.node_platform import host_driver_evidence
 from policies._common import STACK_CONFIG_PROPERTIES
 from policies._node_facts import (
     NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, load_nodes, names, planned_labels, stack_for_nodes, views,
 )
-
-DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
-#: GFD's driver version labels: the current names, then the ones older GFD releases wrote.
-GFD_DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver-version.major",
-                     "nvidia.com/cuda.driver.major")
-
-
-def host_driver_evidence(node) -> str | None:
-    """Why this node runs a host driver, or None when nothing says so (or the operator's driver runs there)."""
-    labels = node.labels
-    deploy = labels.get(DEPLOY_DRIVER_LABEL)
-    if deploy == "pre-installed":
-        return f"label {DEPLOY_DRIVER_LABEL}=pre-installed"
-    if deploy is not None:
-        return None  # the operator's driver container serves it
-    for key in GFD_DRIVER_LABELS:
-        if labels.get(key):
-            return f"GFD label {key}={labels[key]}, no operator-managed driver"
-    if node.gpus and node.gpus.driver_version:
-        return f"NVML on the host reports driver {node.gpus.driver_version}"
-    return None
 
 
 def validate(args: StackValidationArgs, report_violation) -> None:

@@ -142,6 +142,31 @@ def _shown_os(n: NodeFacts) -> str:
     return ", ".join(f"{k}={v}" for k, v in named.items())
 
 
+# ---- 9. a host driver ----------------------------------------------------------------------------------
+
+DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
+#: GFD's driver version labels: the current names, then the ones older GFD releases wrote.
+GFD_DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver-version.major",
+                     "nvidia.com/cuda.driver.major")
+
+
+def host_driver_evidence(node) -> str | None:
+    """Why this node runs a host driver, or None when nothing says so (or the operator's driver runs there)."""
+    labels = node.labels
+    deploy = labels.get(DEPLOY_DRIVER_LABEL)
+    if deploy == "pre-installed":
+        return f"label {DEPLOY_DRIVER_LABEL}=pre-installed"
+    if deploy is not None:
+        return None  # the operator's driver container serves it
+    for key in GFD_DRIVER_LABELS:
+        if labels.get(key):
+            return f"GFD label {key}={labels[key]}, no operator-managed driver"
+    gpus = getattr(node, "gpus", None)
+    if gpus and gpus.driver_version:
+        return f"NVML on the host reports driver {gpus.driver_version}"
+    return None
+
+
 # ---- 1. the node's operating system --------------------------------------------------------------------
 
 def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
@@ -425,7 +450,7 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     gpu_keys = sorted(k for k in keys if _GPU_LABEL.match(k))
     placed = [n for n in gpu if selects(spec, n)]
     if placed or not gpu_keys:
-        return _plugin_runtime_class(subject, spec, placed)
+        return [*_plugin_runtime_class(subject, spec, placed), *_driver_daemonset(subject, spec, placed)]
     if all(_written(k, families) for k in gpu_keys):
         return []  # the stack checked with it writes those labels once it runs
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
@@ -442,6 +467,33 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
         "DaemonSet controller creates no pod on them, not even a Pending one, so the nodes advertise no GPU "
         "(or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected the labels "
         "written on the GPU nodes (run what writes them), or a selector the nodes match."))]
+
+
+_DRIVER_IMAGE = re.compile(r"(^|/)nvidia/driver[:@]")
+
+
+def _driver_daemonset(subject: str, spec: Mapping, placed: list[NodeFacts]) -> list[Finding]:
+    """NVIDIA's driver container as a DaemonSet of its own, on nodes whose OS cannot run it (error), does not
+    validate it (warning), or that already run a host driver (warning, as preinstalled-driver says)."""
+    images = [str(c.get("image")) for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    if not any(_DRIVER_IMAGE.search(i) for i in images):
+        return []
+    out = []
+    by_os = _by(placed, lambda n: facts.node_os(n.os_image, n.labels))
+    for os_, nodes in sorted(by_os.items(), key=lambda kv: kv[0].key):
+        if os_.driver_container != "supported":
+            out.append(Finding(ERROR if os_.driver_container == "impossible" else WARNING, subject, (
+                f"runs NVIDIA's driver container on node(s) {names(nodes)}, which run {os_.name} "
+                f"({_shown_os(nodes[0])}): {os_.why}. Expected no driver container there (use the driver "
+                f"{os_.name} provides" + (f", under {os_.driver_root}" if os_.driver_root else "") + ").")))
+    hosts = {n.name: why for n in placed if (why := host_driver_evidence(n))}
+    if hosts:
+        shown = "; ".join(f"{name} ({why})" for name, why in sorted(hosts.items())[:4])
+        out.append(Finding(WARNING, subject, (
+            f"runs NVIDIA's driver container on node(s) that already run a host driver: {shown}. Where the "
+            "host's modules are loaded the container cannot unload them and stays in Init:CrashLoopBackOff. "
+            "Expected no driver container on those nodes (the host's driver serves them).")))
+    return out
 
 
 def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) -> list[Finding]:
