@@ -16,6 +16,7 @@ from policies import (
     gpu_request_shape,
     gpu_taint_toleration,
     mig_geometry_valid,
+    mps_client_memory,
     model_concurrency,
     model_fits_gpu,
     no_driver_hostpath,
@@ -37,7 +38,7 @@ MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geomet
            no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
            model_concurrency, gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate,
            dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom, node_platform,
-           node_platform_advisories, no_privileged_shared_gpu, gpu_privileged)
+           node_platform_advisories, no_privileged_shared_gpu, gpu_privileged, mps_client_memory)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]

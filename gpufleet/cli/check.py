@@ -180,11 +180,13 @@ def add_policy_findings(result: "CheckResult", objects: list, nodes: list) -> No
     from gpufleet.scheduling.manifests import flatten, workload_of
     from gpufleet.scheduling.result import Unschedulable, Warning
     from gpufleet.validation.gpu_requests import DevicePluginFacts
+    from gpufleet.validation.mps_clients import node_mps_shares
     from gpufleet.validation.privileged_gpus import shared_resources
     from gpufleet.validation.workload_policies import MANDATORY, WorkloadFacts, workload_findings
 
     advertised = frozenset(name for n in nodes for name in (*n.allocatable, *n.capacity))
-    facts = WorkloadFacts(devices=DevicePluginFacts(advertised=advertised), shared_resources=shared_resources(nodes))
+    facts = WorkloadFacts(devices=DevicePluginFacts(advertised=advertised), shared_resources=shared_resources(nodes),
+                          mps_shares=node_mps_shares(nodes))
     order: dict[str, int] = {}
     errors, warnings = [], []
     for obj in flatten(objects):

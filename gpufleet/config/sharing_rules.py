@@ -14,7 +14,7 @@ from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia.model_memory.flags import flag_value
 from gpufleet.nvidia.model_memory.vllm import DEFAULT_UTILIZATION
 from gpufleet.nvidia.products import find_product
-from gpufleet.nvidia.sharing import CUDA_CONTEXT_FLOOR_MIB, mps_share_mib
+from gpufleet.nvidia.sharing import CUDA_CONTEXT_FLOOR_MIB, MPS_WORKLOAD_ROOM_MIB, mps_share_mib
 
 
 def check_sharing_facts(cfg: StackConfig) -> list[ConfigIssue]:
@@ -73,11 +73,6 @@ def _small_mps_shares(cfg: StackConfig) -> list[ConfigIssue]:
             f"node (nvidia-smi while it runs), or use at most {most} replicas ({CUDA_CONTEXT_FLOOR_MIB} MiB or "
             "more each)")))
     return issues
-
-
-#: Room a GPU workload needs beside its CUDA context before it does useful work: a small model's weights,
-#: activations and the framework's allocator pool (unconfirmed: an order of magnitude, not a measurement).
-MPS_WORKLOAD_ROOM_MIB = 1024
 
 
 def _undeclared_mps_clients(cfg: StackConfig) -> list[ConfigIssue]:

@@ -37,6 +37,10 @@ def default_fail_requests_greater_than_one(strategy: str) -> bool:
 #: pinned share is below this fails its first allocations with CUDA out of memory.
 CUDA_CONTEXT_FLOOR_MIB = 500
 
+#: Room a GPU workload needs beside its CUDA context before it does useful work: a small model's weights,
+#: activations and the framework's allocator pool (unconfirmed: an order of magnitude, not a measurement).
+MPS_WORKLOAD_ROOM_MIB = 1024
+
 
 def mps_share_mib(memory_mib: int, replicas: int) -> int:
     """The pinned device memory limit the device plugin's MPS daemon sets per client: total / replicas

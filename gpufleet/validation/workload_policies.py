@@ -3,7 +3,8 @@
 `workload_findings` runs every rule that needs nothing but the manifest and a few facts of the planned
 setup (`WorkloadFacts`, which default to what holds without a stack): no-visible-devices-bypass,
 no-driver-hostpath, the resource names of gpu-request-shape, and a privileged (or /dev-mounting) GPU
-container (no-privileged-shared-gpu on shared GPUs, gpu-privileged elsewhere). The modules of policies/ call the same
+container (no-privileged-shared-gpu on shared GPUs, gpu-privileged elsewhere), and an MPS client that
+declares no memory on a share with little room beside a CUDA context (mps-client-memory). The modules of policies/ call the same
 functions, so `plan` and `check` say the same words. gpu-taint-toleration is not here: it needs the
 stack's node pools, and `check` schedules against the real nodes' taints already.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpufleet.validation.gpu_requests import DevicePluginFacts, containers, is_list, request_shape_messages
+from gpufleet.validation.mps_clients import mps_client_messages
 from gpufleet.validation.privileged_gpus import privileged_gpu_messages
 
 MANDATORY, ADVISORY = "mandatory", "advisory"
@@ -33,6 +35,7 @@ NO_DRIVER_HOSTPATH = Rule("no-driver-hostpath", MANDATORY)
 GPU_REQUEST_SHAPE = Rule("gpu-request-shape", MANDATORY)
 NO_PRIVILEGED_SHARED_GPU = Rule("no-privileged-shared-gpu", MANDATORY)
 GPU_PRIVILEGED = Rule("gpu-privileged", ADVISORY)
+MPS_CLIENT_MEMORY = Rule("mps-client-memory", ADVISORY)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class WorkloadFacts:
     devices: DevicePluginFacts = field(default_factory=DevicePluginFacts)
     shared_resources: frozenset[str] = frozenset()
     """GPU resources served only as shares (time-slicing or MPS replicas) where the workload may land."""
+    mps_shares: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    """GPU resource -> (the smallest MPS share in MiB, how it is made up), where MPS serves it."""
 
 
 # ---- where the pod spec is -------------------------------------------------------------------------
@@ -204,4 +209,6 @@ def workload_findings(obj: Any, facts: WorkloadFacts = WorkloadFacts()) -> list[
               for m in request_shape_messages(what, spec, lambda: facts.devices, api_rules=False)]
     errors, warnings = privileged_gpu_messages(what, spec, facts.shared_resources)
     found += [Finding(NO_PRIVILEGED_SHARED_GPU, m) for m in errors] + [Finding(GPU_PRIVILEGED, m) for m in warnings]
+    annotations = _dig(obj, (*path[:-1], "metadata", "annotations"))
+    found += [Finding(MPS_CLIENT_MEMORY, m) for m in mps_client_messages(what, spec, annotations, facts.mps_shares)]
     return found

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.cli.run_inprocess import run
@@ -64,3 +65,31 @@ def test_a_privileged_container_on_a_whole_gpu_is_a_warning(tmp_path):
 def test_an_unprivileged_gpu_container_on_the_shared_gpu_passes(tmp_path):
     code, out = check(tmp_path, shared=True, privileged=False)
     assert code == 0 and out["unschedulable"] == [] and out["warnings"] == []
+
+
+def mps_node(replicas: int) -> dict:
+    node = t4_node("t4-mps-0", shared=True)
+    node["metadata"]["labels"].update({"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas":
+                                       str(replicas), "nvidia.com/gpu.memory": "15360"})
+    node["status"]["allocatable"]["nvidia.com/gpu"] = str(replicas)
+    return node
+
+
+@pytest.mark.parametrize("replicas, warned", [(30, True), (10, False)], ids=["512 MiB shares", "1536 MiB shares"])
+def test_an_mps_client_that_declares_no_memory_on_a_small_share_is_warned_with_the_figures(tmp_path, replicas,
+                                                                                            warned):
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [mps_node(replicas)]}))
+    app = tmp_path / "job.yaml"
+    app.write_text(yaml.safe_dump(job(privileged=False)))
+    out = json.loads(run("check", "--json", "--nodes", nodes, app).out)
+    found = [w["message"] for w in out["warnings"] if w["message"].startswith("[mps-client-memory]")]
+    if warned:
+        assert found == [
+            "[mps-client-memory] Job ml/bench: container 'bench' gets an MPS share of 512 MiB of GPU memory (15360 "
+            "MiB / 30 replicas on t4-mps-0); a CUDA context takes roughly 500 MiB of it, leaving about 12 MiB, and "
+            "the workload declares no GPU memory (annotation gpufleet.io/expected-gpu-memory-mib), so its fit "
+            "cannot be checked: past its share a client fails with CUDA out of memory while the GPU has memory "
+            "free; expected the annotation (checked against the share), or fewer MPS replicas."]
+    else:
+        assert found == []
