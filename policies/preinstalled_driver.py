@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from gpufleet.validation.node_platform import host_driver_evidence
+from gpufleet.validation.node_platform import host_driver_message
 from policies._common import STACK_CONFIG_PROPERTIES
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, load_nodes, names, planned_labels, stack_for_nodes, views,
+    NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, load_nodes, planned_labels, stack_for_nodes, views,
 )
+
+
+_SETTING = "gpufleet:operator.driver.enabled"
 
 
 def validate(args: StackValidationArgs, report_violation) -> None:
@@ -32,20 +35,9 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     except CapacityUnavailable:
         return  # stack-matches-nodes reports an unreadable source
     gpu = [n for n, _ in gpu_nodes(cfg, views(found, planned_labels(args.resources)))]
-    evidence = {n.name: host_driver_evidence(n.node) for n in gpu}
-    if not gpu or any(e is None for e in evidence.values()):
-        return  # some GPU node needs the operator's driver (or says nothing): driver.enabled is right
-    version = cfg.operator.driver.version
-    shown = "; ".join(f"{name} ({why})" for name, why in sorted(evidence.items())[:4])
-    more = f" and {len(evidence) - 4} more" if len(evidence) > 4 else ""
-    report_violation(
-        f"Pulumi.{ref.stack}.yaml: gpufleet:operator.driver.enabled is true (driver.version {version}), but every "
-        f"GPU node of the stack already runs a host NVIDIA driver: {shown}{more}. The operator runs its driver "
-        f"container only where k8s-driver-manager does not find the host driver, so driver {version} runs on none "
-        "of these nodes; where detection fails, the driver pod tries to unload modules in use and stays in "
-        "Init:CrashLoopBackOff, and the toolkit, device plugin and validator wait behind it. Verify that no "
-        f"nvidia-driver-daemonset pod runs on {names(gpu)} (kubectl -n {cfg.operator.namespace} get pods -o wide); "
-        "expected gpufleet:operator.driver.enabled: false, so the operator uses the host driver.")
+    message = host_driver_message(gpu, _SETTING, cfg.operator.driver.version, cfg.operator.namespace)
+    if message is not None:
+        report_violation(f"Pulumi.{ref.stack}.yaml: {message}")
 
 
 POLICY = StackValidationPolicy(

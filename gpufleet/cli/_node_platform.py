@@ -28,7 +28,7 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
     out: list[tuple[str, rules.Finding]] = []
     for release in releases:
         key = release.subject.replace("HelmRelease ", "HelmRelease/")
-        out += [(key, f) for f in rules.release_findings(release, nodes)]
+        out += [(key, f) for f in [*rules.release_findings(release, nodes), *rules.host_driver_findings(release, nodes)]]
     for key, spec in daemonsets.items():
         out += [(key, f) for f in rules.daemonset_findings(key, spec, gpu, selects_node, families)]
     return out

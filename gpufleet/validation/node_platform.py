@@ -167,6 +167,36 @@ def host_driver_evidence(node) -> str | None:
     return None
 
 
+def host_driver_message(gpu: list[NodeFacts], setting: str, version: str, namespace: str) -> str | None:
+    """The operator's driver container enabled (`setting`) while every GPU node already runs a host driver: the
+    pinned driver runs nowhere, and where k8s-driver-manager misses the host's driver the driver pod stays in
+    Init. None when some GPU node needs the driver container (or says nothing): then it is right. Advisory:
+    whether the operator detects each host driver is only known on the cluster."""
+    evidence = {n.name: host_driver_evidence(n) for n in gpu}
+    if not gpu or any(e is None for e in evidence.values()):
+        return None
+    shown = "; ".join(f"{name} ({why})" for name, why in sorted(evidence.items())[:4])
+    more = f" and {len(evidence) - 4} more" if len(evidence) > 4 else ""
+    return (
+        f"{setting} is true (driver.version {version}), but every GPU node of the stack already runs a host NVIDIA "
+        f"driver: {shown}{more}. The operator runs its driver container only where k8s-driver-manager does not "
+        f"find the host driver, so driver {version} runs on none of these nodes; where detection fails, the "
+        "driver pod tries to unload modules in use and stays in Init:CrashLoopBackOff, and the toolkit, device "
+        f"plugin and validator wait behind it. Verify that no nvidia-driver-daemonset pod runs on {names(gpu)} "
+        f"(kubectl -n {namespace} get pods -o wide); expected {setting}: false, so the operator uses the host "
+        "driver.")
+
+
+def host_driver_findings(release: Release, nodes: list[NodeFacts]) -> list[Finding]:
+    """host_driver_message for a gpu-operator release record (check --nodes; the pack's is preinstalled-driver)."""
+    gpu = [n for n in nodes if shows_gpu(n)]
+    if not release.runs_driver_container:
+        return []
+    version = str(release.value("driver.version") or "(the chart's pin)")
+    message = host_driver_message(gpu, release.setting("driver.enabled"), version, "gpu-operator")
+    return [Finding(WARNING, release.subject, message)] if message else []
+
+
 # ---- 1. the node's operating system --------------------------------------------------------------------
 
 def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:

@@ -90,3 +90,13 @@ def test_the_same_daemonset_is_refused_when_that_stack_runs_no_nfd(tmp_path):
                       "nodes-os-al2023.json")
     assert code == 1
     assert [u["reason"] for u in out["unschedulable"] if u["workload"] == "DaemonSet/mon/gpu-exporter"] == ["policy"]
+
+
+def test_the_driver_container_where_every_gpu_node_runs_a_host_driver_is_a_warning(tmp_path):
+    code, out = check(tmp_path, [operator_release(driver={"enabled": True, "version": "595.91.07"})],
+                      "nodes-dgx-all-host-driver.json")  # (the trainer stays Pending: no GPU advertised yet)
+    assert not [u for u in out["unschedulable"] if u["workload"].startswith("HelmRelease/")]
+    [warning] = [w for w in out["warnings"] if w["workload"] == "HelmRelease/gpu-operator/gpu-operator"]
+    assert warning["message"].startswith("[node-platform] gpu-operator value driver.enabled is true (driver.version "
+                                         "595.91.07), but every GPU node of the stack already runs a host NVIDIA "
+                                         "driver: dgx-0 (label nvidia.com/gpu.deploy.driver=pre-installed)")
