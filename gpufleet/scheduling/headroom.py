@@ -103,6 +103,23 @@ def upper_bound(nodes: Sequence[Node], pods: Sequence[BoundPod], requests: dict[
     return min(total, UNBOUNDED) + 1
 
 
+def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObjects) -> int:
+    """Probe pods the nodes' DRA devices could hold at most (every device free, any device taken), plus one:
+    per node, the devices it reaches over the devices one pod's template claims ask for at least."""
+    from gpufleet.scheduling.dra.offer import node_devices
+
+    per_pod = 0
+    for pc in spec.get("resourceClaims") or ():
+        template = dra.templates.get((namespace, pc.get("resourceClaimTemplateName")))
+        for request in ((template or {}).get("devices") or {}).get("requests") or ():
+            alternatives = [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or ()
+            per_pod += min((1 if a.get("allocationMode") == "All" else int(a.get("count") or 1)
+                            for a in alternatives), default=0)
+    if not per_pod:  # shared claims only: the copies take no devices of their own
+        return UNBOUNDED + 1
+    return min(sum(len(devices) // per_pod for devices in node_devices(dra, nodes)), UNBOUNDED) + 1
+
+
 def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
              extended_resource_toleration: bool = False, tie_runs: int | None = None) -> Headroom:
     """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring)."""
@@ -115,6 +132,8 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
                          "probe's workload in the probe file (every copy of the probe needs it)")
     node_list, pod_list = _nodes(nodes), _pods(pods)
     bound = upper_bound(node_list, pod_list, pod_requests(spec))
+    if spec.get("resourceClaims"):
+        bound = min(bound, device_bound(node_list, namespace, spec, _dra(manifests)))
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
                   "metadata": {"name": PROBE_NAME, "namespace": namespace},
                   "spec": {"replicas": bound, "template": {"metadata": copy.deepcopy(meta), "spec": spec}}}
@@ -264,7 +283,8 @@ def standard_shapes(nodes: Sequence[Node], dra: DraObjects | None = None) -> lis
         from gpufleet.scheduling.dra.offer import offered
 
         for kind in offered(dra, nodes):
-            what = f"{kind.value} ({kind.class_name})" if kind.value else kind.class_name
+            classes = ", ".join(kind.class_names)
+            what = f"{kind.value} ({classes})" if kind.value else classes
             for count in (c for c in GPU_COUNTS if c <= kind.most):
                 for tolerates in (True, False):
                     shapes.append(Shape(f"{count}x {what}", kind.value or "", "", count, tolerates,

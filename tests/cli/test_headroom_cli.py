@@ -143,3 +143,14 @@ def test_a_probe_whose_claim_template_no_input_holds_is_exit_2_naming_the_file_a
     assert done.code == 2 and "Traceback" not in done.err
     assert done.err.startswith(f"--probe {probe}: the probe's pod claim gpu names ResourceClaimTemplate "
                                "ml/one-gpu, which none of the inputs holds"), done.err
+
+
+def test_classes_that_select_the_same_devices_share_one_row_per_shape(tmp_path):
+    h100 = tmp_path / "h100-class.yaml"
+    h100.write_text(yaml.safe_dump({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "h100.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == "
+                                                      "'NVIDIA H100 80GB HBM3'"}}]}}))
+    table = _dra_table(DRA / "resourceslices.json", DRA / "resourceclaims.json", h100)
+    assert {s for s, _ in table} == {f"{n}x NVIDIA H100 80GB HBM3 (gpu.nvidia.com, h100.example.com)"
+                                     for n in (1, 2, 4, 8)}

@@ -97,9 +97,10 @@ def kind_of(device: Device) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class Offered:
-    """Devices of one DeviceClass that are one kind (driver, attribute and value; no attribute: any)."""
+    """Devices of one kind (driver, attribute and value; no attribute: any) that a DeviceClass selects; the
+    same devices selected by several classes are one Offered, with every class."""
 
-    class_name: str
+    class_names: tuple[str, ...]
     driver: str
     attribute: str | None
     value: str | None
@@ -107,6 +108,11 @@ class Offered:
     """The most of them one node reaches."""
     nodes: frozenset[str]
     """The nodes that reach any of them."""
+
+    @property
+    def class_name(self) -> str:
+        """The class a claim for them names (the first by name)."""
+        return self.class_names[0]
 
     def selector(self) -> str | None:
         """A request selector for devices of this kind (None when the class alone says it)."""
@@ -118,21 +124,26 @@ class Offered:
 
 
 def offered(objects: DraObjects, nodes: Sequence[Node], selectors: Selectors | None = None) -> list[Offered]:
-    """Each DeviceClass's devices by kind, in class name then kind order (classes that pass no device are
-    left out)."""
+    """The devices of each DeviceClass by kind, in class name then kind order (classes that pass no device
+    are left out; classes that select the very same devices of a kind share one entry)."""
     selectors = selectors or Selectors()
     devices = node_devices(objects, nodes)
-    out = []
+    found: dict[tuple, list] = {}  # (kind, the devices) -> [classes, devices per node]
     for class_name in sorted(objects.classes):
         expressions = class_expressions(objects, class_name)
-        counts: dict[tuple, dict[str, int]] = {}
+        picked: dict[tuple, list[tuple[str, tuple]]] = {}
         for node, reached in zip(nodes, devices):
             for device in reached:
                 if selectors.passes(expressions, device):
                     kind = kind_of(device)
-                    key = (device.driver, *(kind or (None, None)))
-                    per_node = counts.setdefault(key, {})
-                    per_node[node.name] = per_node.get(node.name, 0) + 1
-        for (driver, attr, value), per_node in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
-            out.append(Offered(class_name, driver, attr, value, max(per_node.values()), frozenset(per_node)))
+                    picked.setdefault((device.driver, *(kind or (None, None))), []).append((node.name, device.key))
+        for kind, members in sorted(picked.items(), key=lambda kv: tuple(map(str, kv[0]))):
+            entry = found.setdefault((kind, frozenset(members)), [[], members])
+            entry[0].append(class_name)
+    out = []
+    for ((driver, attr, value), _), (classes, members) in found.items():
+        per_node: dict[str, int] = {}
+        for node, _ in members:
+            per_node[node] = per_node.get(node, 0) + 1
+        out.append(Offered(tuple(classes), driver, attr, value, max(per_node.values()), frozenset(per_node)))
     return out
