@@ -1,36 +1,18 @@
 """Where the GPU stack's own pods run: the node labels each component selects GPU nodes by, as facts of the
 pinned charts, and whether the real nodes (with the labels the stack plans) carry them.
 
-Sources:
-- gpu-operator: the operator deploys its operands only on nodes it finds GPUs on, by NFD's PCI labels
-  (`gpuNodeLabels` in controllers/state_manager.go); with `nfd.enabled` its own NFD writes them
-  (`deviceLabelFields: [vendor]`, values.yaml of the v26.7.0 chart).
-- nvidia-device-plugin 0.20.0: values.yaml `affinity` (three terms, any one suffices); its NFD subchart labels
-  `pci-10de.present` (`deviceLabelFields: [vendor]`).
-- dra-driver-nvidia-gpu 0.4.1: values.yaml `kubeletPlugin.affinity` (five terms) and `kubeletPlugin.nodeSelector`;
-  the chart installs no NFD.
+Sources: gpufleet.nvidia.stack_placement (the facts), shared with `gpufleet check --nodes`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.nvidia.dra_prerequisites import KUBELET_PLUGIN_NODE_LABELS
+from gpufleet.nvidia.stack_placement import (  # noqa: F401  (re-exported to the policies)
+    DEVICE_PLUGIN_AFFINITY, DRA_KUBELET_PLUGIN_AFFINITY, GPU_PRESENT, NFD_3D_CONTROLLER, NFD_TEGRA, NFD_VENDOR, NFD_VGA,
+    OPERATOR_GPU_NODE_LABELS, Term, as_terms,
+)
 from policies._common import dig
-
-NFD_VENDOR = "feature.node.kubernetes.io/pci-10de.present"
-NFD_3D_CONTROLLER = "feature.node.kubernetes.io/pci-0302_10de.present"
-NFD_VGA = "feature.node.kubernetes.io/pci-0300_10de.present"
-NFD_TEGRA = "feature.node.kubernetes.io/cpu-model.vendor_id"
-GPU_PRESENT = "nvidia.com/gpu.present"
-
-Term = tuple[tuple[str, str], ...]  # one nodeSelectorTerm of single-value `In` expressions
-OPERATOR_GPU_NODE_LABELS: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_3D_CONTROLLER, "true"),),
-                                              ((NFD_VGA, "true"),))
-DEVICE_PLUGIN_AFFINITY: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_TEGRA, "NVIDIA"),),
-                                            ((GPU_PRESENT, "true"),))
-#: One term per label, from the facts of the pinned chart (gpufleet.nvidia.dra_prerequisites).
-DRA_KUBELET_PLUGIN_AFFINITY: tuple[Term, ...] = tuple((label,) for label in KUBELET_PLUGIN_NODE_LABELS)
 
 
 def _terms_of(affinity: Any) -> list[list[dict]] | None:
@@ -59,10 +41,6 @@ def selects(labels: dict[str, str], node_selector: dict | None, terms: list[list
     if any(labels.get(k) != str(v) for k, v in (node_selector or {}).items()):
         return False
     return any(all(_matches_expression(labels, e) for e in term) for term in terms)
-
-
-def as_terms(terms: tuple[Term, ...]) -> list[list[dict]]:
-    return [[{"key": k, "operator": "In", "values": [v]} for k, v in term] for term in terms]
 
 
 def describe_terms(terms: list[list[dict]]) -> str:

@@ -29,6 +29,8 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
     for release in releases:
         key = release.subject.replace("HelmRelease ", "HelmRelease/")
         out += [(key, f) for f in [*rules.release_findings(release, nodes), *rules.host_driver_findings(release, nodes)]]
+        placement = rules.release_placement(release)  # the pack's stack-matches-nodes judges the same on a plan
+        out += [(key, f) for f in rules.daemonset_findings(key, placement, gpu, selects_node, families)]
     for key, spec in daemonsets.items():
         out += [(key, f) for f in rules.daemonset_findings(key, spec, gpu, selects_node, families)]
     return out

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from gpufleet.nvidia import node_platforms as facts
+from gpufleet.nvidia import stack_placement as placement
 from gpufleet.nvidia.operator_support import RELEASES, minor_text, operator_version
 from gpufleet.validation.gpu_requests import is_list
 
@@ -110,12 +111,17 @@ def release_of_record(doc: Any) -> Release | None:
 _NFD_NVIDIA_PCI = re.compile(r"^feature\.node\.kubernetes\.io/pci-(?:\d{4}_)?10de\.present$")
 
 
+#: Labels a cloud puts on its GPU nodes before any GPU software runs there: GKE, AKS, and Karpenter on EKS.
+CLOUD_GPU_LABELS = {facts.GKE_ACCELERATOR_LABEL: None, "kubernetes.azure.com/accelerator": "nvidia",
+                    "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"}
+
+
 def shows_gpu(node: NodeFacts) -> bool:
-    """The node says it has NVIDIA GPUs: NVIDIA or NFD PCI labels, GKE's accelerator label, nvidia.com
+    """The node says it has NVIDIA GPUs: NVIDIA or NFD PCI labels, a cloud's GPU node label, nvidia.com
     resources, NVML facts."""
     labels = node.labels or {}
     return (any(k.startswith("nvidia.com/gpu") for k in labels) or any(_NFD_NVIDIA_PCI.match(k) for k in labels)
-            or facts.GKE_ACCELERATOR_LABEL in labels
+            or any(k in labels and (v is None or labels[k].lower() == v) for k, v in CLOUD_GPU_LABELS.items())
             or any(k.startswith("nvidia.com/") for k in node.allocatable or {})
             or bool(getattr(node, "gpus", None) and node.gpus.gpus))
 
@@ -465,6 +471,30 @@ def _well_formed(spec: Mapping) -> bool:
             and all(is_list(t.get("matchExpressions") or []) for t in terms or []))
 
 
+def _to_write(spec: Mapping, families: frozenset[str]) -> dict[str, str]:
+    """The labels a selector asks for that the checked stack writes (with the value asked for)."""
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    wanted = {str(k): str(v) for k, v in selector.items()}
+    for term in _required_terms(spec):
+        for e in term:
+            values = e.get("values") if is_list(e.get("values")) else []
+            if e.get("operator") == "In" and values:
+                wanted.setdefault(str(e.get("key")), str(values[0]))
+            elif e.get("operator") == "Exists":
+                wanted.setdefault(str(e.get("key")), "true")
+    return {k: v for k, v in wanted.items() if _written(k, families)}
+
+
+class _Labelled:
+    """A node as it will be once the checked stack has written its labels."""
+
+    def __init__(self, node: NodeFacts, written: dict[str, str]):
+        self._node, self.labels = node, {**node.labels, **written}
+
+    def __getattr__(self, name: str):
+        return getattr(self._node, name)
+
+
 def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
                        selects: Callable[[Mapping, NodeFacts], bool],
                        families: frozenset[str] = frozenset()) -> list[Finding]:
@@ -481,7 +511,7 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     placed = [n for n in gpu if selects(spec, n)]
     if placed or not gpu_keys:
         return [*_plugin_runtime_class(subject, spec, placed), *_driver_daemonset(subject, spec, placed)]
-    if all(_written(k, families) for k in gpu_keys):
+    if families and any(selects(spec, _Labelled(n, _to_write(spec, families))) for n in gpu):
         return []  # the stack checked with it writes those labels once it runs
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
     problems = []
@@ -547,6 +577,20 @@ def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) 
             "the nodes advertise no GPU. Expected spec.template.spec.runtimeClassName: nvidia (and the same on "
             "the GPU workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
     return []
+
+
+def release_placement(release: Release) -> dict | None:
+    """Where the release's GPU node pods may go, as a pod spec's nodeSelector and required node affinity: the
+    chart's defaults (gpufleet.nvidia.stack_placement) or the values that override them. The operator finds
+    GPU nodes by NFD's PCI labels before it deploys anything there."""
+    if release.chart == OPERATOR:
+        return {"affinity": placement.as_affinity(placement.OPERATOR_GPU_NODE_LABELS)}
+    base = "" if release.chart == DEVICE_PLUGIN else "kubeletPlugin."
+    default = (placement.DEVICE_PLUGIN_AFFINITY if release.chart == DEVICE_PLUGIN
+               else placement.DRA_KUBELET_PLUGIN_AFFINITY)
+    affinity, selector = release.value(base + "affinity"), release.value(base + "nodeSelector")
+    return {"affinity": affinity if isinstance(affinity, Mapping) and affinity else placement.as_affinity(default),
+            "nodeSelector": selector if isinstance(selector, Mapping) else {}}
 
 
 # ---- everything, for one release ----------------------------------------------------------------------

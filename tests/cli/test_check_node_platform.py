@@ -32,10 +32,10 @@ TRAINER = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "traine
                {"name": "c", "image": "trainer:1.0", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
 
 
-def check(tmp_path: Path, docs: list[dict], nodes: str):
+def check(tmp_path: Path, docs: list[dict], nodes: str | Path):
     app = tmp_path / "plan.yaml"
     app.write_text(yaml.safe_dump_all([*docs, TRAINER]))
-    result = run("check", "--json", "--nodes", NODE_LISTS / nodes, app)
+    result = run("check", "--json", "--nodes", NODE_LISTS / nodes, app)  # an absolute path stays as it is
     return result.code, json.loads(result.out)
 
 
@@ -100,3 +100,37 @@ def test_the_driver_container_where_every_gpu_node_runs_a_host_driver_is_a_warni
     assert warning["message"].startswith("[node-platform] gpu-operator value driver.enabled is true (driver.version "
                                          "595.91.07), but every GPU node of the stack already runs a host NVIDIA "
                                          "driver: dgx-0 (label nvidia.com/gpu.deploy.driver=pre-installed)")
+
+
+def plugin_release(**values) -> dict:
+    return {"kind": "HelmRelease", "name": "nvidia-device-plugin", "namespace": "nvidia-device-plugin",
+            "chart": "nvidia-device-plugin", "version": "0.20.0", "repo": "https://nvidia.github.io/k8s-device-plugin",
+            "values": values}
+
+
+def karpenter_gpu_node(tmp_path: Path) -> Path:
+    """An EKS node Karpenter launched for GPUs, before any GPU software labelled it."""
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "ip-10-0-3-17.ec2.internal", "labels": {
+            "kubernetes.io/hostname": "ip-10-0-3-17.ec2.internal", "node.kubernetes.io/instance-type": "g5.xlarge",
+            "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia", "karpenter.k8s.aws/instance-gpu-count": "1"}},
+        "status": {"allocatable": {"cpu": "3920m", "memory": "14918928Ki", "pods": "58"},
+                   "nodeInfo": {"kubeletVersion": "v1.33.5-eks-113cf36", "containerRuntimeVersion": "containerd://1.7.27",
+                                "osImage": "Amazon Linux 2023.7.20250512", "kernelVersion": "6.1.134-152.225.amzn2023.x86_64"}}}]}))
+    return path
+
+
+def test_a_plugin_release_without_nfd_or_gfd_on_nodes_without_their_labels_is_refused_naming_them(tmp_path):
+    code, out = check(tmp_path, [plugin_release(nfd={"enabled": False}, gfd={"enabled": False})],
+                      karpenter_gpu_node(tmp_path))
+    [refused] = [u for u in out["unschedulable"] if u["workload"] == "HelmRelease/nvidia-device-plugin/nvidia-device-plugin"]
+    assert "none of the GPU nodes (ip-10-0-3-17.ec2.internal) matches" in refused["message"]
+    assert "they lack feature.node.kubernetes.io/cpu-model.vendor_id" in refused["message"]
+    assert "feature.node.kubernetes.io/pci-10de.present (written by Node Feature Discovery" in refused["message"]
+
+
+def test_the_same_plugin_release_with_gfd_and_its_nfd_passes(tmp_path):
+    code, out = check(tmp_path, [plugin_release(gfd={"enabled": True})], karpenter_gpu_node(tmp_path))
+    assert [u for u in out["unschedulable"] if u["workload"].startswith("HelmRelease/")] == []
