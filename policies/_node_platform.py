@@ -7,6 +7,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from gpufleet.scheduling.daemonsets import selects_node
+from gpufleet.validation import gpu_daemonsets as ds_rules
 from gpufleet.validation import node_platform as rules
 from policies._common import POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, describe, each_known, pod_spec
 from policies._node_facts import (
@@ -57,8 +58,8 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
     def daemonset(r) -> None:
         if r.resource_type in POD_SPEC_PATHS and r.resource_type.endswith(":DaemonSet"):
             what = describe(r.resource_type, r.props, r.name)
-            families = rules.label_families(releases, ())
-            out.extend((f, r.urn) for f in rules.daemonset_findings(what, pod_spec(r.resource_type, r.props), gpu,
+            families = ds_rules.label_families(releases, ())
+            out.extend((f, r.urn) for f in ds_rules.daemonset_findings(what, pod_spec(r.resource_type, r.props), gpu,
                                                                       selects_node, families))
 
     each_known([r for r in args.resources if r.resource_type == RELEASE_TYPE], release)

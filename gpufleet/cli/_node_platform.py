@@ -10,6 +10,7 @@ from typing import Any
 from gpufleet.scheduling.daemonsets import selects_node
 from gpufleet.scheduling.manifests import flatten
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
+from gpufleet.validation import gpu_daemonsets as ds_rules
 from gpufleet.validation import node_platform as rules
 from gpufleet.validation.workload_policies import POD_SPEC_PATHS
 
@@ -24,15 +25,16 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
     daemonsets = {_key(o): _spec(o) for o in objs if o.get("kind") == "DaemonSet"}  # no checked workload
     images = [str(c.get("image")) for spec in daemonsets.values() if isinstance(spec, dict)
               for c in spec.get("containers") or [] if isinstance(c, dict)]
-    families = rules.label_families(releases, images)
+    families = ds_rules.label_families(releases, images)
     out: list[tuple[str, rules.Finding]] = []
     for release in releases:
         key = release.subject.replace("HelmRelease ", "HelmRelease/")
-        out += [(key, f) for f in [*rules.release_findings(release, nodes), *rules.host_driver_findings(release, nodes)]]
-        placement = rules.release_placement(release)  # the pack's stack-matches-nodes judges the same on a plan
-        out += [(key, f) for f in rules.daemonset_findings(key, placement, gpu, selects_node, families)]
+        found = [*rules.release_findings(release, nodes), *rules.host_driver_findings(release, nodes),
+                 # where its node pods may go: the pack's stack-matches-nodes judges the same on a plan
+                 *ds_rules.daemonset_findings(key, ds_rules.release_placement(release), gpu, selects_node, families)]
+        out += [(key, f) for f in found]
     for key, spec in daemonsets.items():
-        out += [(key, f) for f in rules.daemonset_findings(key, spec, gpu, selects_node, families)]
+        out += [(key, f) for f in ds_rules.daemonset_findings(key, spec, gpu, selects_node, families)]
     return out
 
 

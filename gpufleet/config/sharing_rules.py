@@ -93,11 +93,15 @@ def _undeclared_mps_clients(cfg: StackConfig) -> list[ConfigIssue]:
             continue
         most = product.memory_mib // (CUDA_CONTEXT_FLOOR_MIB + MPS_WORKLOAD_ROOM_MIB)
         issues.append(ConfigIssue(_p("workloads", i, "gpu"), (
-            f"node pool '{pool.name}' pins each MPS client to {share} MiB ({product.key}: {product.memory_mib} MiB / "
-            f"{profile.replicas} replicas); a CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving "
+            f"node pool '{pool.name}' pins each MPS client to {share} MiB ({product.key}: "
+            f"{product.memory_mib} MiB / "
+            f"{profile.replicas} replicas); a CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, "
+            "leaving "
             f"about {left} MiB for this workload, which declares no GPU memory (gpu.memoryMiB or model:), so "
-            "gpufleet cannot check that it fits; past its share a client fails with CUDA out of memory while the "
-            f"GPU has memory free; fix: declare gpu.memoryMiB (checked against the share), or use at most {most} "
+            "gpufleet cannot check that it fits; past its share a client fails with CUDA out of memory while "
+            "the "
+            "GPU has memory free; fix: declare gpu.memoryMiB (checked against the share), or use at most "
+            f"{most} "
             f"replicas ({CUDA_CONTEXT_FLOOR_MIB + MPS_WORKLOAD_ROOM_MIB} MiB or more each)")))
     return issues
 

@@ -36,7 +36,8 @@ def _below_chart_floor(cfg: StackConfig) -> list[ConfigIssue]:
     (major, minor, _), path, shown = cluster
     return [ConfigIssue(path, (
         f"{shown} is older than {support.minor_text(floor.minimum)}, the oldest Kubernetes {chart} supports "
-        f"({floor.source}): Helm refuses the install and no GPU component is deployed; fix: upgrade the cluster "
+        f"({floor.source}): Helm refuses the install and no GPU component is deployed; fix: upgrade the "
+        "cluster "
         f"to {support.minor_text(floor.minimum)} or later and set the version here"))]
 
 

@@ -65,12 +65,15 @@ class NodeOs:
 OPERATING_SYSTEMS: tuple[NodeOs, ...] = (
     NodeOs("talos", "Talos Linux", r"^Talos\b", ("talos",), "impossible",
            why="Talos is immutable and loads the NVIDIA driver only from its system extensions "
-               "(nonfree-kmod-nvidia or nvidia-open-gpu-kernel-modules with nvidia-container-toolkit), built for "
-               "one Talos release; no driver container image exists for it, so the driver pod never gets ready",
+               "(nonfree-kmod-nvidia or nvidia-open-gpu-kernel-modules with nvidia-container-toolkit), built "
+               "for "
+               "one Talos release; no driver container image exists for it, so the driver pod never gets "
+               "ready",
            nvidia_default_runtime=False),
     NodeOs("bottlerocket", "Bottlerocket", r"^Bottlerocket\b", ("bottlerocket",), "impossible",
            why="Bottlerocket's root filesystem is read-only and its *-nvidia variants ship the driver in the image; "
-               "a driver container cannot install kernel modules there (a variant without -nvidia has no driver "
+               "a driver container cannot install kernel modules there (a variant without -nvidia has no "
+               "driver "
                "at all: use an *-nvidia variant)",
            own_device_plugin="the *-nvidia variants run NVIDIA's device plugin as a host service "
                              "(settings.kubelet-device-plugins.nvidia)"),
@@ -212,9 +215,12 @@ def regenerated_config_problem(path: str, containerd: Version | None = None) -> 
     else:
         template = f"{regenerated.template} (containerd 1.x)"
     return (f"{regenerated.distribution} writes {path} afresh from its template at every start (and the "
-            f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime the "
-            f"toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for \"nvidia\" "
-            f"is configured'. Expected the toolkit pointed at the template {template}, or only the socket set "
+            f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime "
+            "the "
+            "toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for "
+            "\"nvidia\" "
+            f"is configured'. Expected the toolkit pointed at the template {template}, or only the socket "
+            "set "
             f"(the {regenerated.distribution} preset)")
 
 

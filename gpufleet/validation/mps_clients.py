@@ -47,9 +47,14 @@ def mps_client_messages(what: str, spec: Any, annotations: Any, shares: Mapping[
             left = share - CUDA_CONTEXT_FLOOR_MIB
             if 0 <= left < MPS_WORKLOAD_ROOM_MIB:
                 found.append(
-                    f"{what}: container '{c.get('name')}' gets an MPS share of {share} MiB of GPU memory ({how}); a "
-                    f"CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving about {left} MiB, and "
-                    "the workload declares no GPU memory (annotation gpufleet.io/expected-gpu-memory-mib), so its "
-                    "fit cannot be checked: past its share a client fails with CUDA out of memory while the GPU "
-                    "has memory free; expected the annotation (checked against the share), or fewer MPS replicas.")
+                    f"{what}: container '{c.get('name')}' gets an MPS share of {share} MiB of GPU memory "
+                    f"({how}); a "
+                    f"CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving about {left} "
+                    "MiB, and "
+                    "the workload declares no GPU memory (annotation gpufleet.io/expected-gpu-memory-mib), "
+                    "so its "
+                    "fit cannot be checked: past its share a client fails with CUDA out of memory while the "
+                    "GPU "
+                    "has memory free; expected the annotation (checked against the share), or fewer MPS "
+                    "replicas.")
     return found

@@ -71,13 +71,17 @@ def privileged_gpu_messages(what: str, spec: Any, shared_resources: frozenset[st
         if shared:
             errors.append(
                 f"{what}: container '{name}' {how} and requests {asked}, a share of a GPU the device plugin "
-                "time-slices or runs under MPS: it sees every GPU of the node and all of their memory, so the "
-                "shares (and MPS's per-client memory and thread limits) no longer hold for it or for the pods it "
+                "time-slices or runs under MPS: it sees every GPU of the node and all of their memory, so "
+                "the "
+                "shares (and MPS's per-client memory and thread limits) no longer hold for it or for the "
+                "pods it "
                 "shares with; expected no privileged mode and no /dev hostPath on a GPU workload (the device "
-                "plugin gives the container its device; use a capability it needs, e.g. SYS_PTRACE, instead).")
+                "plugin gives the container its device; use a capability it needs, e.g. SYS_PTRACE, "
+                "instead).")
         else:
             warnings.append(
-                f"{what}: container '{name}' {how} and requests {asked}: it sees every GPU of the node, not only "
+                f"{what}: container '{name}' {how} and requests {asked}: it sees every GPU of the node, not "
+                "only "
                 "the one(s) allocated to it, and may take memory or compute from the pods the others are "
                 "allocated to; expected no privileged mode and no /dev hostPath on a GPU workload, or verify "
                 "that it limits itself (CUDA_VISIBLE_DEVICES) to what it requested.")

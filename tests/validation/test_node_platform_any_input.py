@@ -8,6 +8,7 @@ import pytest
 from gpufleet.capacity.model import Node
 from gpufleet.scheduling.daemonsets import selects_node
 from gpufleet.validation import node_platform as rules
+from gpufleet.validation.gpu_daemonsets import daemonset_findings
 
 TALOS = Node("talos-gpu-0", labels={"nvidia.com/gpu.present": "true"}, allocatable={"nvidia.com/gpu": 1},
              container_runtime="containerd://2.0.0", kubelet_version="v1.31.2", os_image="Talos (v1.8.3)")
@@ -33,4 +34,4 @@ def test_odd_values_and_versions_are_not_judged_and_never_crash(chart, odd):
         {"matchExpressions": "nvidia.com/gpu.present"}]}}}},
 ], ids=["affinity a list", "nodeSelector a list", "terms a string", "values a string", "expressions a string"])
 def test_a_malformed_daemonset_selector_is_left_to_the_api_server(spec):
-    assert isinstance(rules.daemonset_findings("DaemonSet/x/y", spec, [TALOS], selects_node), list)
+    assert isinstance(daemonset_findings("DaemonSet/x/y", spec, [TALOS], selects_node), list)
