@@ -9,9 +9,12 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationA
 from gpufleet.scheduling.daemonsets import selects_node
 from gpufleet.validation import gpu_daemonsets as ds_rules
 from gpufleet.validation import node_platform as rules
-from policies._common import POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, describe, each_known, pod_spec
+from policies._common import (
+    POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, describe, each_known, pod_spec,
+)
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, CapacityUnavailable, load_nodes, planned_labels, pool_members, stack_for_nodes, views,
+    NODE_FACTS_PROPERTIES, CapacityUnavailable, load_nodes, planned_labels, pool_members, stack_for_nodes,
+    views,
 )
 
 #: Chart value -> the gpufleet config key that sets it (the others are named as chart values).
@@ -59,8 +62,9 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
         if r.resource_type in POD_SPEC_PATHS and r.resource_type.endswith(":DaemonSet"):
             what = describe(r.resource_type, r.props, r.name)
             families = ds_rules.label_families(releases, ())
-            out.extend((f, r.urn) for f in ds_rules.daemonset_findings(what, pod_spec(r.resource_type, r.props), gpu,
-                                                                      selects_node, families))
+            spec = pod_spec(r.resource_type, r.props)
+            found = ds_rules.daemonset_findings(what, spec, gpu, selects_node, families)
+            out.extend((f, r.urn) for f in found)
 
     each_known([r for r in args.resources if r.resource_type == RELEASE_TYPE], release)
     each_known(args.resources, daemonset)

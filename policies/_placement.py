@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.nvidia.stack_placement import (  # noqa: F401  (re-exported to the policies)
-    DEVICE_PLUGIN_AFFINITY, DRA_KUBELET_PLUGIN_AFFINITY, GPU_PRESENT, NFD_3D_CONTROLLER, NFD_TEGRA, NFD_VENDOR, NFD_VGA,
-    OPERATOR_GPU_NODE_LABELS, Term, as_terms,
+# The chart facts, imported from here by the policies.
+from gpufleet.nvidia.stack_placement import (  # noqa: F401
+    DEVICE_PLUGIN_AFFINITY, DRA_KUBELET_PLUGIN_AFFINITY, GPU_PRESENT, NFD_3D_CONTROLLER, NFD_TEGRA, NFD_VENDOR,
+    NFD_VGA, OPERATOR_GPU_NODE_LABELS, Term, as_terms,
 )
 from policies._common import dig
 

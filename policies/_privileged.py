@@ -4,7 +4,9 @@ resources the stack serves only as shares comes from its node pools (every pool 
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy,
+)
 
 from gpufleet.nvidia.sharing import GPU
 from gpufleet.validation.privileged_gpus import privileged_gpu_messages
@@ -15,7 +17,8 @@ from policies._common import STACK_CONFIG_PROPERTIES, describe, pod_spec, stack_
 def _shared_resources(cfg) -> frozenset[str]:
     if cfg is None or cfg.uses_dra() or not cfg.node_pools:
         return frozenset()
-    return frozenset({GPU}) if all(cfg.sharing_of_pool(p) is not None for p in cfg.node_pools) else frozenset()
+    every_pool_shares = all(cfg.sharing_of_pool(p) is not None for p in cfg.node_pools)
+    return frozenset({GPU}) if every_pool_shares else frozenset()
 
 
 def messages(args) -> tuple[list[str], list[str]]:

@@ -8,4 +8,5 @@ from __future__ import annotations
 from gpufleet.validation.workload_policies import GPU_PRIVILEGED
 from policies._privileged import policy
 
-POLICY = policy(GPU_PRIVILEGED, "A GPU container that runs privileged or mounts the host's /dev sees every GPU of the node.")
+POLICY = policy(GPU_PRIVILEGED,
+                "A GPU container that runs privileged or mounts the host's /dev sees every GPU of the node.")

@@ -1,18 +1,22 @@
-"""mps-client-memory: a GPU container on an MPS share that leaves little beside a CUDA context, and declares no
-GPU memory, may fail (advisory) with CUDA out of memory while the GPU has memory free. Decided in
+"""mps-client-memory: a GPU container on an MPS share that leaves little beside a CUDA context, and declares
+no GPU memory, may fail (advisory) with CUDA out of memory while the GPU has memory free. Decided in
 gpufleet.validation.mps_clients (`gpufleet check` reads the shares from GFD's labels); the shares here are the
 stack's: each MPS pool's GPU memory / replicas, for the resource names only MPS pools advertise.
 """
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy,
+)
 
 from gpufleet.nvidia.products import find_product
 from gpufleet.nvidia.sharing import GPU, SHARED_SUFFIX, mps_share_mib
 from gpufleet.validation.mps_clients import mps_client_messages
 from gpufleet.validation.workload_policies import MPS_CLIENT_MEMORY
-from policies._common import STACK_CONFIG_PROPERTIES, describe, pod_spec, pod_template_metadata, stack_config_for
+from policies._common import (
+    STACK_CONFIG_PROPERTIES, describe, pod_spec, pod_template_metadata, stack_config_for,
+)
 
 
 def stack_mps_shares(cfg) -> dict[str, tuple[int, str]]:
@@ -24,8 +28,10 @@ def stack_mps_shares(cfg) -> dict[str, tuple[int, str]]:
         profile, product = cfg.sharing_of_pool(pool), find_product(pool.gpu.product)
         name = GPU + SHARED_SUFFIX if profile is not None and profile.rename_by_default else GPU
         mps = profile is not None and profile.strategy == "mps" and product is not None
-        share = (mps_share_mib(product.memory_mib, profile.replicas),
-                 f"{product.memory_mib} MiB / {profile.replicas} replicas in node pool '{pool.name}'") if mps else None
+        share = None
+        if mps:
+            how = f"{product.memory_mib} MiB / {profile.replicas} replicas in node pool '{pool.name}'"
+            share = (mps_share_mib(product.memory_mib, profile.replicas), how)
         advertised.setdefault(name, []).append(share)
     return {name: min(shares) for name, shares in advertised.items() if shares and all(shares)}
 

@@ -31,7 +31,8 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
         key = release.subject.replace("HelmRelease ", "HelmRelease/")
         found = [*rules.release_findings(release, nodes), *rules.host_driver_findings(release, nodes),
                  # where its node pods may go: the pack's stack-matches-nodes judges the same on a plan
-                 *ds_rules.daemonset_findings(key, ds_rules.release_placement(release), gpu, selects_node, families)]
+                 *ds_rules.daemonset_findings(key, ds_rules.release_placement(release), gpu, selects_node,
+                                              families)]
         out += [(key, f) for f in found]
     for key, spec in daemonsets.items():
         out += [(key, f) for f in ds_rules.daemonset_findings(key, spec, gpu, selects_node, families)]

@@ -185,8 +185,8 @@ def add_policy_findings(result: "CheckResult", objects: list, nodes: list) -> No
     from gpufleet.validation.workload_policies import MANDATORY, WorkloadFacts, workload_findings
 
     advertised = frozenset(name for n in nodes for name in (*n.allocatable, *n.capacity))
-    facts = WorkloadFacts(devices=DevicePluginFacts(advertised=advertised), shared_resources=shared_resources(nodes),
-                          mps_shares=node_mps_shares(nodes))
+    facts = WorkloadFacts(devices=DevicePluginFacts(advertised=advertised),
+                          shared_resources=shared_resources(nodes), mps_shares=node_mps_shares(nodes))
     order: dict[str, int] = {}
     errors, warnings = [], []
     for obj in flatten(objects):

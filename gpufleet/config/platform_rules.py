@@ -37,11 +37,9 @@ def platform_warnings(cfg: StackConfig) -> list[ConfigIssue]:
         verdict = "cannot run there" if os_.driver_container == "impossible" else "is not validated there"
         out.append(ConfigIssue(_p("nodePools", i, "nodeSelector"), (
             f"node pool '{pool.name}' selects {os_.name} nodes, and operator.driver.enabled is true: the "
-            "operator's "
-            f"driver container {verdict} ({os_.why}), so the driver pod would not get ready and the nodes "
-            "would "
-            "advertise no nvidia.com/gpu. Verify with the real nodes (gpufleet plan --nodes, which reads "
-            "each "
-            "node's osImage); fix: operator.driver.enabled: false, using the driver the OS provides"
+            f"operator's driver container {verdict} ({os_.why}), so the driver pod would not get ready and "
+            "the nodes would advertise no nvidia.com/gpu. Verify with the real nodes (gpufleet plan "
+            "--nodes, which reads each node's osImage); fix: operator.driver.enabled: false, using the "
+            "driver the OS provides"
             + (f" (under {os_.driver_root})" if os_.driver_root else ""))))
     return out

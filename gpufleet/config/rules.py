@@ -42,7 +42,8 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
 def fact_warnings(cfg: StackConfig) -> list[ConfigIssue]:
     """What NVIDIA's facts say may go wrong on the cluster but the config cannot settle (outside a validated
     range, near an approximate floor, depending on the workload): warnings, never errors."""
-    return [*version_warnings(cfg), *sharing_warnings(cfg), *dra_prerequisite_warnings(cfg), *platform_warnings(cfg)]
+    return [*version_warnings(cfg), *sharing_warnings(cfg), *dra_prerequisite_warnings(cfg),
+            *platform_warnings(cfg)]
 
 
 def _check_device_plugin(cfg: StackConfig) -> list[ConfigIssue]:

@@ -37,7 +37,8 @@ def check_sharing_facts(cfg: StackConfig) -> list[ConfigIssue]:
 def sharing_warnings(cfg: StackConfig) -> list[ConfigIssue]:
     if cfg.uses_dra():
         return []
-    return [*_small_mps_shares(cfg), *_undeclared_mps_clients(cfg), *_two_slices(cfg), *_unisolated_memory(cfg)]
+    return [*_small_mps_shares(cfg), *_undeclared_mps_clients(cfg), *_two_slices(cfg),
+            *_unisolated_memory(cfg)]
 
 
 def _shared_pools(cfg: StackConfig):

@@ -28,7 +28,8 @@ def check_versions(cfg: StackConfig) -> list[ConfigIssue]:
 def _below_chart_floor(cfg: StackConfig) -> list[ConfigIssue]:
     """A cluster older than the chart's `kubeVersion` (Helm refuses the install); the DRA driver's floor is
     below resource.k8s.io/v1's 1.34, which dra_rules refuses already."""
-    chart = {"operator": "gpu-operator", "standalone": None if cfg.uses_dra() else "nvidia-device-plugin"}.get(cfg.mode)
+    charts = {"operator": "gpu-operator", "standalone": None if cfg.uses_dra() else "nvidia-device-plugin"}
+    chart = charts.get(cfg.mode)
     floor = KUBERNETES_FLOORS.get(chart) if chart else None
     cluster = _kubernetes(cfg)
     if floor is None or cluster is None or cluster[0][:2] >= floor.minimum:

@@ -14,12 +14,14 @@ Sources, per operating system (the versions read):
 - Container-Optimized OS (GKE): NVIDIA/cloud-native-docs gpu-operator/google-gke.rst (@3050258): COS is
   supported only with Google's driver installer (`driver.enabled=false`), whose driver lives under
   `/home/kubernetes/bin/nvidia` (`hostPaths.driverInstallDir` and `toolkit.installDir` there); GKE runs its
-  own GPU device plugin DaemonSet on GPU nodes unless they carry `gke-no-default-nvidia-gpu-device-plugin=true`.
+  own GPU device plugin DaemonSet on GPU nodes unless they carry
+  `gke-no-default-nvidia-gpu-device-plugin=true`.
 - Amazon Linux 2023 and Flatcar Container Linux: not in gpu-operator's platform support (NVIDIA/
   cloud-native-docs gpu-operator/platform-support.rst, v26.7.0: Ubuntu, RHEL, RHCOS); EKS's accelerated
   AL2023 AMIs ship the driver and the container toolkit (awslabs/amazon-eks-ami, "accelerated" AMI
   templates). A driver container may exist for them (a community or self-built image), so this is a warning.
-- Red Hat Enterprise Linux CoreOS: supported with the driver container (OpenShift, CRI-O; platform-support.rst).
+- Red Hat Enterprise Linux CoreOS: supported with the driver container (OpenShift, CRI-O;
+  platform-support.rst).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-#: NFD's label of the OS the node runs (`ID` of /etc/os-release): talos, bottlerocket, cos, amzn, flatcar, rhcos.
+#: NFD's label of the OS the node runs (`ID` of /etc/os-release): talos, bottlerocket, cos, amzn, flatcar,
+#: rhcos.
 NFD_OS_LABEL = "feature.node.kubernetes.io/system-os_release.ID"
 #: GKE's label of the node image's OS: cos or ubuntu.
 GKE_OS_LABEL = "cloud.google.com/gke-os-distribution"
@@ -59,37 +62,36 @@ class NodeOs:
     own_device_plugin: str = ""
     """How the OS (or its managed platform) runs a device plugin of its own; empty where it does not."""
     nvidia_default_runtime: bool | None = None
-    """Whether the OS's own NVIDIA runtime is containerd's default (False: pods must name the RuntimeClass)."""
+    """Whether the OS's own NVIDIA runtime is containerd's default (False: pods name the RuntimeClass)."""
 
 
 OPERATING_SYSTEMS: tuple[NodeOs, ...] = (
     NodeOs("talos", "Talos Linux", r"^Talos\b", ("talos",), "impossible",
            why="Talos is immutable and loads the NVIDIA driver only from its system extensions "
                "(nonfree-kmod-nvidia or nvidia-open-gpu-kernel-modules with nvidia-container-toolkit), built "
-               "for "
-               "one Talos release; no driver container image exists for it, so the driver pod never gets "
+               "for one Talos release; no driver container image exists for it, so the driver pod never gets "
                "ready",
            nvidia_default_runtime=False),
     NodeOs("bottlerocket", "Bottlerocket", r"^Bottlerocket\b", ("bottlerocket",), "impossible",
-           why="Bottlerocket's root filesystem is read-only and its *-nvidia variants ship the driver in the image; "
-               "a driver container cannot install kernel modules there (a variant without -nvidia has no "
-               "driver "
-               "at all: use an *-nvidia variant)",
+           why="Bottlerocket's root filesystem is read-only and its *-nvidia variants ship the driver in the "
+               "image; a driver container cannot install kernel modules there (a variant without -nvidia has "
+               "no driver at all: use an *-nvidia variant)",
            own_device_plugin="the *-nvidia variants run NVIDIA's device plugin as a host service "
                              "(settings.kubelet-device-plugins.nvidia)"),
     NodeOs("cos", "Container-Optimized OS", r"^Container-Optimized OS\b", ("cos",), "impossible",
-           why="the GPU operator supports COS only with Google's driver installer; its driver container does not "
-               "run on COS",
+           why="the GPU operator supports COS only with Google's driver installer; its driver container "
+               "does not run on COS",
            driver_root="/home/kubernetes/bin/nvidia"),
     NodeOs("amzn2023", "Amazon Linux 2023", r"^Amazon Linux 2023\b", ("amzn",), "unvalidated",
            why="Amazon Linux 2023 is not among the operator's supported operating systems; EKS's accelerated "
                "AL2023 AMIs ship the driver and toolkit already"),
     NodeOs("flatcar", "Flatcar Container Linux", r"^Flatcar Container Linux\b", ("flatcar",), "unvalidated",
-           why="Flatcar is not among the operator's supported operating systems and its /usr is read-only; the "
-               "driver pod needs a driver image built for Flatcar"),
+           why="Flatcar is not among the operator's supported operating systems and its /usr is read-only; "
+               "the driver pod needs a driver image built for Flatcar"),
     NodeOs("rhcos", "Red Hat Enterprise Linux CoreOS", r"^Red Hat Enterprise Linux CoreOS\b", ("rhcos",),
            "supported"),
-    NodeOs("rhel", "Red Hat Enterprise Linux", r"^Red Hat Enterprise Linux\b(?! CoreOS)", ("rhel",), "supported"),
+    NodeOs("rhel", "Red Hat Enterprise Linux", r"^Red Hat Enterprise Linux\b(?! CoreOS)", ("rhel",),
+           "supported"),
     NodeOs("ubuntu", "Ubuntu", r"^Ubuntu\b", ("ubuntu",), "supported"),
 )
 _BY_KEY = {o.key: o for o in OPERATING_SYSTEMS}
@@ -185,17 +187,19 @@ class RegeneratedConfig:
 #: k3s-io/docs docs/advanced.md ("Configuring containerd"): k3s (and RKE2, which shares the agent code) writes
 #: `config.toml` at each start from its built-in template or from `config.toml.tmpl` (containerd 1.7) /
 #: `config-v3.toml.tmpl` (containerd 2.0) beside it; edits of `config.toml` are lost at the next restart.
-#: rancher/rke2-docs docs/add-ons/gpu_operators.md: "The NVIDIA operator restarts containerd with a hangup call
-#: which restarts RKE2", and sets only CONTAINERD_SOCKET (older NVIDIA docs: the config.toml.tmpl). k3s's
-#: config.toml is the path the k3s docs and NVIDIA (NVIDIA/gpu-operator#406) give the toolkit, and k3s adds the
-#: nvidia runtimes it detects at each start (k3s-io/docs docs/advanced.md, "NVIDIA Container Runtime Support").
+#: rancher/rke2-docs docs/add-ons/gpu_operators.md: "The NVIDIA operator restarts containerd with a hangup
+#: call which restarts RKE2", and sets only CONTAINERD_SOCKET (older NVIDIA docs: the config.toml.tmpl).
+#: k3s's config.toml is the path the k3s docs and NVIDIA (NVIDIA/gpu-operator#406) give the toolkit, and k3s
+#: adds the nvidia runtimes it detects at each start (k3s-io/docs docs/advanced.md, "NVIDIA Container Runtime
+#: Support").
 REGENERATED_CONFIGS: tuple[RegeneratedConfig, ...] = (
     RegeneratedConfig("rke2", "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
                       "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
                       "/var/lib/rancher/rke2/agent/etc/containerd/config-v3.toml.tmpl"),
     RegeneratedConfig("k3s", "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
                       "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
-                      "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl", documented_target=True),
+                      "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl",
+                      documented_target=True),
 )
 
 
@@ -209,19 +213,17 @@ def regenerated_config_problem(path: str, containerd: Version | None = None) -> 
     if regenerated is None or regenerated.documented_target:
         return None
     if containerd is None:
-        template = f"{regenerated.template} (containerd 1.x) or {regenerated.template_containerd_2} (containerd 2.x)"
+        template = (f"{regenerated.template} (containerd 1.x) or {regenerated.template_containerd_2} "
+                    "(containerd 2.x)")
     elif containerd[0] >= 2:
         template = f"{regenerated.template_containerd_2} (containerd 2.x)"
     else:
         template = f"{regenerated.template} (containerd 1.x)"
     return (f"{regenerated.distribution} writes {path} afresh from its template at every start (and the "
             f"toolkit's restart of containerd restarts {regenerated.distribution}), so the nvidia runtime "
-            "the "
-            "toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for "
-            "\"nvidia\" "
-            f"is configured'. Expected the toolkit pointed at the template {template}, or only the socket "
-            "set "
-            f"(the {regenerated.distribution} preset)")
+            "the toolkit adds there is gone after the next restart and GPU pods fail with 'no runtime for "
+            f"\"nvidia\" is configured'. Expected the toolkit pointed at the template {template}, or only "
+            f"the socket set (the {regenerated.distribution} preset)")
 
 
 # ---- Kubernetes version floors -------------------------------------------------------------------------
@@ -239,6 +241,7 @@ KUBERNETES_FLOORS: dict[str, KubernetesFloor] = {f.chart: f for f in (
     KubernetesFloor("gpu-operator", (1, 16), "Chart.yaml of gpu-operator v26.7.0: kubeVersion '>= 1.16.0-0'"),
     KubernetesFloor("nvidia-device-plugin", (1, 10), "Chart.yaml of nvidia-device-plugin 0.20.0: kubeVersion "
                     "'>= 1.10.0-0' (the device plugin API is beta from Kubernetes 1.10)"),
-    KubernetesFloor("dra-driver-nvidia-gpu", (1, 32), "Chart.yaml of dra-driver-nvidia-gpu 0.4.1: kubeVersion "
+    KubernetesFloor("dra-driver-nvidia-gpu", (1, 32), "Chart.yaml of dra-driver-nvidia-gpu 0.4.1: "
+                    "kubeVersion "
                     "'>=1.32.0-0'"),
 )}

@@ -6,8 +6,8 @@ Sources:
   (`deviceLabelFields: [vendor]`, values.yaml of the v26.7.0 chart).
 - nvidia-device-plugin 0.20.0: values.yaml `affinity` (three terms, any one suffices); its NFD subchart labels
   `pci-10de.present` (`deviceLabelFields: [vendor]`).
-- dra-driver-nvidia-gpu 0.4.1: values.yaml `kubeletPlugin.affinity` (five terms) and `kubeletPlugin.nodeSelector`;
-  the chart installs no NFD.
+- dra-driver-nvidia-gpu 0.4.1: values.yaml `kubeletPlugin.affinity` (five terms) and
+  `kubeletPlugin.nodeSelector`; the chart installs no NFD.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ LEVELS = ("advisory", "mandatory", "disabled", "remediate")
 #: Config keys (of any policy) that name a file the pack will read; relative to the project directory.
 FILE_KEYS = ("nodesFile", "podsFile", "kubeconfig")
 #: The pack's policies that check the stack against the real nodes; `plan --nodes FILE` gives them the file.
-NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver", "node-platform", "node-platform-advisories")
+NODE_FACTS_POLICIES = ("stack-matches-nodes", "preinstalled-driver", "node-platform",
+                       "node-platform-advisories")
 #: What those policies check.
-NODE_CHECKS = ("the runtime preset, the host driver, the nodes' OS, runtime and Kubernetes version, selector labels "
-               "and pool products")
+NODE_CHECKS = ("the runtime preset, the host driver, the nodes' OS, runtime and Kubernetes version, selector "
+               "labels and pool products")
 NOT_CHECKED_AGAINST_NODES = ("not checked against nodes: pass --nodes FILE (`kubectl get nodes -o json` or a "
                              f"capacity.json of `gpufleet discover`) to check {NODE_CHECKS}")
 

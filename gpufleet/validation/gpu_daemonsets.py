@@ -15,8 +15,8 @@ from gpufleet.nvidia import node_platforms as facts
 from gpufleet.nvidia import stack_placement as placement
 from gpufleet.validation.gpu_requests import is_list
 from gpufleet.validation.node_platform import (
-    DEVICE_PLUGIN, ERROR, OPERATOR, WARNING, Finding, NodeFacts, Release, grouped_by, host_driver_evidence, names,
-    nvidia_not_default, shown_os, why_not_default,
+    DEVICE_PLUGIN, ERROR, OPERATOR, WARNING, Finding, NodeFacts, Release, grouped_by, host_driver_evidence,
+    names, nvidia_not_default, shown_os, why_not_default,
 )
 
 def _required_terms(spec: Mapping) -> list[list[Mapping]]:
@@ -34,7 +34,8 @@ _GPU_LABEL = re.compile(r"^(nvidia\.com/|feature\.node\.kubernetes\.io/(pci-|cpu
                         r"cloud\.google\.com/gke-accelerator)")
 #: Who writes the labels a GPU DaemonSet selects nodes by.
 LABEL_WRITERS = (
-    (re.compile(r"^feature\.node\.kubernetes\.io/"), "Node Feature Discovery (operator.nfd / devicePlugin.nfd)"),
+    (re.compile(r"^feature\.node\.kubernetes\.io/"),
+     "Node Feature Discovery (operator.nfd / devicePlugin.nfd)"),
     (re.compile(r"^nvidia\.com/gpu\.deploy\."), "the gpu-operator (once NFD labels the node)"),
     (re.compile(r"^nvidia\.com/gpu\.present$"), "the gpu-operator, or gpufleet for a pool's listed nodes"),
     (re.compile(r"^nvidia\.com/"), "GPU feature discovery (operator, or devicePlugin.gfd)"),
@@ -53,8 +54,8 @@ OPERATOR_FAMILY = "nvidia.com/*"  # the operator writes gpu.present and gpu.depl
 def label_families(releases: Iterable[Release], images: Iterable[str]) -> frozenset[str]:
     """The families of node labels the checked GPU stack writes once deployed: a release of it (the operator
     runs NFD unless nfd.enabled is false, labels the GPU nodes it finds and runs GFD; the device plugin chart
-    runs GFD with gfd.enabled and NFD with nfd.enabled, or with GFD when that is unset), or a DaemonSet running
-    NFD's or GFD's image."""
+    runs GFD with gfd.enabled and NFD with nfd.enabled, or with GFD when that is unset), or a DaemonSet
+    running NFD's or GFD's image."""
     out = set()
     for r in releases:
         if r.chart == OPERATOR:
@@ -87,7 +88,8 @@ def _written(key: str, families: frozenset[str]) -> bool:
 def _well_formed(spec: Mapping) -> bool:
     affinity = spec.get("affinity")
     node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping) else None
+    required = (node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping)
+                else None)
     terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
     return (isinstance(spec.get("nodeSelector") or {}, Mapping) and isinstance(affinity or {}, Mapping)
             and isinstance(node or {}, Mapping) and isinstance(required or {}, Mapping)
@@ -147,10 +149,10 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
             problems.append(f"{k} is {', '.join(carried)} there, not {selector[k]}")
     return [Finding(ERROR, subject, (
         f"selects {wanted}, which none of the GPU nodes ({names(gpu)}) matches: "
-        f"{'; '.join(problems) or 'its terms exclude them'}. The "
-        "DaemonSet controller creates no pod on them, not even a Pending one, so the nodes advertise no GPU "
-        "(or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected the labels "
-        "written on the GPU nodes (run what writes them), or a selector the nodes match."))]
+        f"{'; '.join(problems) or 'its terms exclude them'}. The DaemonSet controller creates no pod on "
+        "them, not even a Pending one, so the nodes advertise no GPU (or publish no ResourceSlice) and "
+        "every GPU pod aimed at them stays Pending. Expected the labels written on the GPU nodes (run what "
+        "writes them), or a selector the nodes match."))]
 
 
 _DRIVER_IMAGE = re.compile(r"(^|/)nvidia/driver[:@]")
@@ -190,17 +192,16 @@ def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) 
     for c in spec.get("containers") or []:
         if not isinstance(c, Mapping) or "k8s-device-plugin" not in str(c.get("image") or ""):
             continue
-        env = {str(e.get("name")): str(e.get("value")) for e in (c.get("env") if is_list(c.get("env")) else [])
-               if isinstance(e, Mapping)}
+        items = c.get("env") if is_list(c.get("env")) else []
+        env = {str(e.get("name")): str(e.get("value")) for e in items if isinstance(e, Mapping)}
         if "cdi" in env.get("DEVICE_LIST_STRATEGY", ""):
             continue
         return [Finding(ERROR, subject, (
             f"runs NVIDIA's device plugin (container '{c.get('name')}') on node(s) {names(not_default)} "
             f"({why_not_default(not_default[0])}), whose nvidia runtime is not containerd's default, without "
-            "runtimeClassName: the plugin runs under runc, finds no NVML ('could not load NVML library') and "
-            "the nodes advertise no GPU. Expected spec.template.spec.runtimeClassName: nvidia (and the same "
-            "on "
-            "the GPU workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
+            "runtimeClassName: the plugin runs under runc, finds no NVML ('could not load NVML library') "
+            "and the nodes advertise no GPU. Expected spec.template.spec.runtimeClassName: nvidia (and the "
+            "same on the GPU workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
     return []
 
 
@@ -214,5 +215,7 @@ def release_placement(release: Release) -> dict | None:
     default = (placement.DEVICE_PLUGIN_AFFINITY if release.chart == DEVICE_PLUGIN
                else placement.DRA_KUBELET_PLUGIN_AFFINITY)
     affinity, selector = release.value(base + "affinity"), release.value(base + "nodeSelector")
-    return {"affinity": affinity if isinstance(affinity, Mapping) and affinity else placement.as_affinity(default),
+    if not isinstance(affinity, Mapping) or not affinity:
+        affinity = placement.as_affinity(default)
+    return {"affinity": affinity,
             "nodeSelector": selector if isinstance(selector, Mapping) else {}}

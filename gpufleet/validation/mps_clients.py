@@ -17,7 +17,7 @@ DECLARED = ("gpufleet.io/expected-gpu-memory-mib", "gpufleet.io/model-memory")
 
 
 def node_mps_shares(nodes) -> dict[str, tuple[int, str]]:
-    """resource -> (the smallest pinned share in MiB, how it is made up) over the nodes that serve it under MPS."""
+    """resource -> (the smallest pinned share in MiB, how it is made up) over the nodes serving it by MPS."""
     out: dict[str, tuple[int, str]] = {}
     for n in nodes:
         labels = n.labels or {}
@@ -34,27 +34,25 @@ def node_mps_shares(nodes) -> dict[str, tuple[int, str]]:
     return out
 
 
-def mps_client_messages(what: str, spec: Any, annotations: Any, shares: Mapping[str, tuple[int, str]]) -> list[str]:
+def mps_client_messages(what: str, spec: Any, annotations: Any,
+                        shares: Mapping[str, tuple[int, str]]) -> list[str]:
     annotations = annotations if isinstance(annotations, Mapping) else {}
     if not shares or any(annotations.get(k) for k in DECLARED):
         return []
     found = []
     for c in containers(spec):
         res = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
-        names = {n for part in ("limits", "requests") if isinstance(res.get(part), Mapping) for n in res[part]}
+        names = {n for part in ("limits", "requests") if isinstance(res.get(part), Mapping)
+                 for n in res[part]}
         for name in sorted(n for n in names if n in shares):
             share, how = shares[name]
             left = share - CUDA_CONTEXT_FLOOR_MIB
             if 0 <= left < MPS_WORKLOAD_ROOM_MIB:
                 found.append(
                     f"{what}: container '{c.get('name')}' gets an MPS share of {share} MiB of GPU memory "
-                    f"({how}); a "
-                    f"CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving about {left} "
-                    "MiB, and "
-                    "the workload declares no GPU memory (annotation gpufleet.io/expected-gpu-memory-mib), "
-                    "so its "
-                    "fit cannot be checked: past its share a client fails with CUDA out of memory while the "
-                    "GPU "
-                    "has memory free; expected the annotation (checked against the share), or fewer MPS "
-                    "replicas.")
+                    f"({how}); a CUDA context takes roughly {CUDA_CONTEXT_FLOOR_MIB} MiB of it, leaving "
+                    f"about {left} MiB, and the workload declares no GPU memory (annotation "
+                    "gpufleet.io/expected-gpu-memory-mib), so its fit cannot be checked: past its share a "
+                    "client fails with CUDA out of memory while the GPU has memory free; expected the "
+                    "annotation (checked against the share), or fewer MPS replicas.")
     return found

@@ -42,7 +42,7 @@ class NodeFacts(Protocol):
 class Finding:
     level: str
     subject: str
-    """What the finding is about, e.g. `HelmRelease gpu-operator/gpu-operator` or `DaemonSet kube-system/x`."""
+    """What the finding is about: `HelmRelease gpu-operator/gpu-operator`, `DaemonSet kube-system/x`."""
     message: str
 
 
@@ -121,7 +121,8 @@ def shows_gpu(node: NodeFacts) -> bool:
     """The node says it has NVIDIA GPUs: NVIDIA or NFD PCI labels, a cloud's GPU node label, nvidia.com
     resources, NVML facts."""
     labels = node.labels or {}
-    return (any(k.startswith("nvidia.com/gpu") for k in labels) or any(_NFD_NVIDIA_PCI.match(k) for k in labels)
+    return (any(k.startswith("nvidia.com/gpu") for k in labels)
+            or any(_NFD_NVIDIA_PCI.match(k) for k in labels)
             or any(k in labels and (v is None or labels[k].lower() == v) for k, v in CLOUD_GPU_LABELS.items())
             or any(k.startswith("nvidia.com/") for k in node.allocatable or {})
             or bool(getattr(node, "gpus", None) and node.gpus.gpus))
@@ -158,7 +159,7 @@ GFD_DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.dri
 
 
 def host_driver_evidence(node) -> str | None:
-    """Why this node runs a host driver, or None when nothing says so (or the operator's driver runs there)."""
+    """Why this node runs a host driver; None when nothing says so (or the operator's driver runs there)."""
     labels = node.labels
     deploy = labels.get(DEPLOY_DRIVER_LABEL)
     if deploy == "pre-installed":
@@ -175,10 +176,10 @@ def host_driver_evidence(node) -> str | None:
 
 
 def host_driver_message(gpu: list[NodeFacts], setting: str, version: str, namespace: str) -> str | None:
-    """The operator's driver container enabled (`setting`) while every GPU node already runs a host driver: the
-    pinned driver runs nowhere, and where k8s-driver-manager misses the host's driver the driver pod stays in
-    Init. None when some GPU node needs the driver container (or says nothing): then it is right. Advisory:
-    whether the operator detects each host driver is only known on the cluster."""
+    """The operator's driver container enabled (`setting`) while every GPU node already runs a host driver:
+    the pinned driver runs nowhere, and where k8s-driver-manager misses the host's driver the driver pod
+    stays in Init. None when some GPU node needs the driver container (or says nothing): then it is right.
+    Advisory: whether the operator detects each host driver is only known on the cluster."""
     evidence = {n.name: host_driver_evidence(n) for n in gpu}
     if not gpu or any(e is None for e in evidence.values()):
         return None
@@ -186,21 +187,17 @@ def host_driver_message(gpu: list[NodeFacts], setting: str, version: str, namesp
     more = f" and {len(evidence) - 4} more" if len(evidence) > 4 else ""
     return (
         f"{setting} is true (driver.version {version}), but every GPU node of the stack already runs a host "
-        "NVIDIA "
-        f"driver: {shown}{more}. The operator runs its driver container only where k8s-driver-manager does "
-        "not "
-        f"find the host driver, so driver {version} runs on none of these nodes; where detection fails, the "
-        "driver pod tries to unload modules in use and stays in Init:CrashLoopBackOff, and the toolkit, "
-        "device "
-        "plugin and validator wait behind it. Verify that no nvidia-driver-daemonset pod runs on "
-        f"{names(gpu)} "
-        f"(kubectl -n {namespace} get pods -o wide); expected {setting}: false, so the operator uses the "
-        "host "
-        "driver.")
+        f"NVIDIA driver: {shown}{more}. The operator runs its driver container only where k8s-driver-manager "
+        f"does not find the host driver, so driver {version} runs on none of these nodes; where detection "
+        "fails, the driver pod tries to unload modules in use and stays in Init:CrashLoopBackOff, and the "
+        "toolkit, device plugin and validator wait behind it. Verify that no nvidia-driver-daemonset pod "
+        f"runs on {names(gpu)} (kubectl -n {namespace} get pods -o wide); expected {setting}: false, so the "
+        "operator uses the host driver.")
 
 
 def host_driver_findings(release: Release, nodes: list[NodeFacts]) -> list[Finding]:
-    """host_driver_message for a gpu-operator release record (check --nodes; the pack's is preinstalled-driver)."""
+    """host_driver_message for a gpu-operator release record (check --nodes; in the pack:
+    preinstalled-driver)."""
     gpu = [n for n in nodes if shows_gpu(n)]
     if not release.runs_driver_container:
         return []
@@ -224,10 +221,9 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
             out.append(Finding(level, release.subject, (
                 f"{release.setting('driver.enabled')} is true, but node(s) {names(nodes)} run {os_.name} "
                 f"({shown_os(first)}): the operator's driver container {verdict}: {os_.why}. Until the "
+                "driver pod is ready the toolkit, device plugin and validator wait behind it and the nodes "
+                f"advertise no nvidia.com/gpu. Expected {release.setting('driver.enabled')}: false (use the "
                 "driver "
-                "pod is ready the toolkit, device plugin and validator wait behind it and the nodes "
-                "advertise "
-                f"no nvidia.com/gpu. Expected {release.setting('driver.enabled')}: false (use the driver "
                 f"{os_.name} provides" + (f", under {os_.driver_root}" if os_.driver_root else "") + ").")))
         root = _driver_root(release)
         if os_.driver_root and root is not None and root[1].rstrip("/") != os_.driver_root:
@@ -238,8 +234,7 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
                 "driver there (no NVML, no nvidia-smi), so the nodes advertise no GPU. Expected "
                 f"{release.setting(root[0])}: {os_.driver_root} (gpufleet does not set it: on such nodes use "
                 "mode platform-managed with the platform's own device plugin, or a node image whose driver "
-                "the "
-                "stack can install, e.g. Ubuntu).")))
+                "the stack can install, e.g. Ubuntu).")))
         if release.runs_device_plugin and os_.own_device_plugin:
             out.append(Finding(WARNING, release.subject, _second_plugin(release, nodes, f"{os_.name}: "
                                                                          f"{os_.own_device_plugin}")))
@@ -252,29 +247,29 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
 
 
 def _driver_root(release: Release) -> tuple[str, str] | None:
-    """(value path, where the release looks for a host's driver); None where its own driver container serves."""
+    """(value path, where the release looks for a host's driver); None where its driver container serves."""
     if release.chart == OPERATOR:
         if release.runs_driver_container:
             return None
-        return "hostPaths.driverInstallDir", str(release.value("hostPaths.driverInstallDir") or "/run/nvidia/driver")
+        path = "hostPaths.driverInstallDir"
+        return path, str(release.value(path) or "/run/nvidia/driver")
     return "nvidiaDriverRoot", str(release.value("nvidiaDriverRoot") or "/")
 
 
 def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
-    return (f"this release deploys NVIDIA's device plugin on node(s) {names(nodes)}, where {who}. Two plugins "
-            "register nvidia.com/gpu with the kubelet, each registration replacing the other, so the "
-            "advertised "
-            "GPUs and the sharing or MIG settings follow whichever plugin registered last. Verify which "
-            "plugin "
-            "serves the nodes (kubectl describe node: nvidia.com/gpu capacity). Expected one plugin: "
-            f"{release.setting('devicePlugin.enabled')}: false (the node's own plugin serves the GPUs), or "
-            "switch the node's plugin off (GKE: the node label "
+    return (f"this release deploys NVIDIA's device plugin on node(s) {names(nodes)}, where {who}. Two "
+            "plugins register nvidia.com/gpu with the kubelet, each registration replacing the other, so "
+            "the advertised GPUs and the sharing or MIG settings follow whichever plugin registered last. "
+            "Verify which plugin serves the nodes (kubectl describe node: nvidia.com/gpu capacity). "
+            f"Expected one plugin: {release.setting('devicePlugin.enabled')}: false (the node's own plugin "
+            "serves the GPUs), or switch the node's plugin off (GKE: the node label "
             f"{facts.GKE_NO_DEVICE_PLUGIN_LABEL}=true).")
 
 
 # ---- 2. the container runtime ------------------------------------------------------------------------
 
-def runtime_findings(release: Release, gpu: list[NodeFacts], pools: dict[str, list[NodeFacts]]) -> list[Finding]:
+def runtime_findings(release: Release, gpu: list[NodeFacts],
+                     pools: dict[str, list[NodeFacts]]) -> list[Finding]:
     out = []
     groups = pools or ({"": gpu} if gpu else {})
     for pool, members in groups.items():
@@ -285,51 +280,45 @@ def runtime_findings(release: Release, gpu: list[NodeFacts], pools: dict[str, li
             if release.runs_toolkit:
                 level, effect = ERROR, (
                     "the operator configures the container toolkit for one runtime (containerd when any GPU "
-                    "node "
-                    "runs it), so on the other nodes the nvidia runtime is never registered and GPU pods "
-                    "fail "
-                    "to start")
+                    "node runs it), so on the other nodes the nvidia runtime is never registered and GPU "
+                    "pods fail to start")
             else:
                 level, effect = WARNING, (
                     "each runtime needs the nvidia runtime configured its own way on the host; verify it on "
-                    "a "
-                    "node of each (crictl info / docker info)")
+                    "a node of each (crictl info / docker info)")
             out.append(Finding(level, release.subject, (
                 f"{where} mixes container runtimes: {shown}; {effect}. Expected one container runtime on the "
                 "GPU nodes of a pool (or the odd nodes in a pool of their own).")))
     env = release.toolkit_env()
     containerd_keys = sorted(k for k in env if k.startswith("CONTAINERD_"))
-    other = {rt: ns for rt, ns in grouped_by(gpu, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0]).items()
+    by_runtime = grouped_by(gpu, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0])
+    other = {rt: ns for rt, ns in by_runtime.items()
              if rt != "containerd"}
     if release.runs_toolkit and containerd_keys and other:
         for rt, nodes in sorted(other.items()):
             out.append(Finding(ERROR, release.subject, (
                 f"{release.setting('toolkit.env')} sets {', '.join(containerd_keys)}, but node(s) "
-                f"{names(nodes)} "
-                f"run {rt} ({nodes[0].container_runtime}): the toolkit takes those paths for {rt}'s config "
-                "and "
-                f"socket, so {rt} never learns the nvidia runtime and GPU pods there fail to start. Expected "
-                "no "
-                f"containerd settings for {rt} nodes (cluster.runtime preset containerd without configPath / "
-                "socket overrides), or the containerd nodes in a stack of their own.")))
+                f"{names(nodes)} run {rt} ({nodes[0].container_runtime}): the toolkit takes those paths for "
+                f"{rt}'s config and socket, so {rt} never learns the nvidia runtime and GPU pods there fail "
+                f"to start. Expected no containerd settings for {rt} nodes (cluster.runtime preset "
+                "containerd without configPath / socket overrides), or the containerd nodes in a stack of "
+                "their own.")))
     operator = operator_version(release.version) if release.chart == OPERATOR else None
     toolkit = release.value("toolkit.version")
     if release.runs_toolkit and operator is not None and not facts.toolkit_reads_containerd_2(
             operator, str(toolkit) if toolkit else None):
         two = [n for n in gpu if _containerd_major(n) >= 2]
         if two:
-            pinned = f"toolkit.version {toolkit}" if toolkit else f"the toolkit gpu-operator {release.version} pins"
+            pinned = (f"toolkit.version {toolkit}" if toolkit
+                      else f"the toolkit gpu-operator {release.version} pins")
             out.append(Finding(ERROR, release.subject, (
                 f"node(s) {names(two)} run containerd 2.x ({two[0].container_runtime}), but {pinned} is "
-                "older than "
-                f"v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}, the first container toolkit that "
-                "writes "
-                "containerd 2's config (version 3): the toolkit pod fails or writes a config containerd does "
-                "not "
-                "load, and GPU pods fail to start (no runtime for \"nvidia\" is configured). Expected "
-                f"{release.setting('chartVersion')} v{facts.show_version(facts.OPERATOR_FIRST_CONTAINERD_2)} "
-                "or "
-                f"later (it pins toolkit v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}).")))
+                f"older than v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}, the first container "
+                "toolkit that writes containerd 2's config (version 3): the toolkit pod fails or writes a "
+                "config containerd does not load, and GPU pods fail to start (no runtime for \"nvidia\" is "
+                f"configured). Expected {release.setting('chartVersion')} "
+                f"v{facts.show_version(facts.OPERATOR_FIRST_CONTAINERD_2)} or later (it pins toolkit "
+                f"v{facts.show_version(facts.TOOLKIT_FIRST_CONTAINERD_2)}).")))
     return out
 
 
@@ -351,19 +340,19 @@ def version_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
                 f"{nodes[0].kubelet_version}), below {minor_text(floor.minimum)}, the oldest Kubernetes "
                 f"{release.chart} supports ({floor.source}): Helm refuses the install on such a cluster, and "
                 f"its pods would not run on these kubelets. Expected Kubernetes {minor_text(floor.minimum)} "
-                "or "
-                "later on the GPU nodes.")))
+                "or later on the GPU nodes.")))
             continue
         operator = operator_version(release.version) if release.chart == OPERATOR else None
         line = RELEASES.get(f"{operator[0]}.{operator[1]}") if operator else None
         if line is not None and not line.kubernetes[0] <= minor <= line.kubernetes[1]:
-            fits = [f"{name}.x" for name, r in RELEASES.items() if r.kubernetes[0] <= minor <= r.kubernetes[1]]
+            fits = [f"{name}.x" for name, r in RELEASES.items()
+                    if r.kubernetes[0] <= minor <= r.kubernetes[1]]
             out.append(Finding(WARNING, release.subject, (
                 f"node(s) {names(nodes)} run Kubernetes {minor_text(minor)} (kubeletVersion "
                 f"{nodes[0].kubelet_version}); gpu-operator {release.version} was validated with "
                 f"{minor_text(line.kubernetes[0])}-{minor_text(line.kubernetes[1])} (NVIDIA's platform "
-                "support). "
-                "It may work; verify it on a test cluster of that version. Expected a release validated for "
+                "support). It may work; verify it on a test cluster of that version. Expected a release "
+                "validated for "
                 f"Kubernetes {minor_text(minor)}" + (f" ({', '.join(fits)})" if fits else "") + ".")))
     return out
 
@@ -385,17 +374,16 @@ def runtime_class_findings(release: Release, gpu: list[NodeFacts]) -> list[Findi
         return []
     return [Finding(ERROR, release.subject, (
         f"node(s) {names(not_default)} ({why_not_default(not_default[0])}) register the nvidia runtime "
-        "without "
-        f"making it containerd's default, and {release.setting('runtimeClassName')} is unset: the device "
-        "plugin "
-        "and GFD pods run under runc, find no NVML and advertise no GPU. Expected "
+        f"without making it containerd's default, and {release.setting('runtimeClassName')} is unset: the "
+        "device plugin and GFD pods run under runc, find no NVML and advertise no GPU. Expected "
         f"{release.setting('runtimeClassName')}: nvidia (gpufleet sets it with cluster.runtime.setAsDefault: "
         "false, or the k3s / rke2 preset), and the same runtimeClassName on the GPU workloads."))]
 
 
 def nvidia_not_default(n: NodeFacts) -> bool:
     os_ = facts.node_os(n.os_image, n.labels)
-    return bool((os_ and os_.nvidia_default_runtime is False) or re.search(r"\+(k3s|rke2)", n.kubelet_version or ""))
+    return bool((os_ and os_.nvidia_default_runtime is False)
+                or re.search(r"\+(k3s|rke2)", n.kubelet_version or ""))
 
 
 def why_not_default(n: NodeFacts) -> str:
@@ -415,7 +403,8 @@ def regenerated_config_findings(release: Release, gpu: list[NodeFacts]) -> list[
     message = facts.regenerated_config_problem(path, max(versions) if versions else None)
     if message is None:
         return []
-    return [Finding(ERROR, release.subject, f"{release.setting('toolkit.env')} CONTAINERD_CONFIG: {message}.")]
+    setting = release.setting("toolkit.env")
+    return [Finding(ERROR, release.subject, f"{setting} CONTAINERD_CONFIG: {message}.")]
 
 
 # ---- everything, for one release ----------------------------------------------------------------------

@@ -61,7 +61,8 @@ def exposures(spec: Any) -> Iterator[tuple[str, set[str], str]]:
                 break
 
 
-def privileged_gpu_messages(what: str, spec: Any, shared_resources: frozenset[str]) -> tuple[list[str], list[str]]:
+def privileged_gpu_messages(what: str, spec: Any,
+                            shared_resources: frozenset[str]) -> tuple[list[str], list[str]]:
     """(errors, warnings): a privileged GPU container on a shared GPU is an error, elsewhere a warning.
     `shared_resources`: resource names the nodes (or the stack's pools) advertise only as shares."""
     errors, warnings = [], []
@@ -72,19 +73,16 @@ def privileged_gpu_messages(what: str, spec: Any, shared_resources: frozenset[st
             errors.append(
                 f"{what}: container '{name}' {how} and requests {asked}, a share of a GPU the device plugin "
                 "time-slices or runs under MPS: it sees every GPU of the node and all of their memory, so "
-                "the "
-                "shares (and MPS's per-client memory and thread limits) no longer hold for it or for the "
-                "pods it "
-                "shares with; expected no privileged mode and no /dev hostPath on a GPU workload (the device "
-                "plugin gives the container its device; use a capability it needs, e.g. SYS_PTRACE, "
-                "instead).")
+                "the shares (and MPS's per-client memory and thread limits) no longer hold for it or for "
+                "the pods it shares with; expected no privileged mode and no /dev hostPath on a GPU "
+                "workload (the device plugin gives the container its device; use a capability it needs, "
+                "e.g. SYS_PTRACE, instead).")
         else:
             warnings.append(
                 f"{what}: container '{name}' {how} and requests {asked}: it sees every GPU of the node, not "
-                "only "
-                "the one(s) allocated to it, and may take memory or compute from the pods the others are "
-                "allocated to; expected no privileged mode and no /dev hostPath on a GPU workload, or verify "
-                "that it limits itself (CUDA_VISIBLE_DEVICES) to what it requested.")
+                "only the one(s) allocated to it, and may take memory or compute from the pods the others "
+                "are allocated to; expected no privileged mode and no /dev hostPath on a GPU workload, or "
+                "verify that it limits itself (CUDA_VISIBLE_DEVICES) to what it requested.")
     return errors, warnings
 
 
@@ -97,7 +95,8 @@ def _shares(labels: Mapping[str, str], resource: str) -> bool:
 
 def shared_resources(nodes) -> frozenset[str]:
     """The nvidia.com resources that every node advertising them serves as shares (GFD's
-    `<resource>.replicas` / `.sharing-strategy` labels): a pod requesting one gets a share wherever it lands."""
+    `<resource>.replicas` / `.sharing-strategy` labels): a pod requesting one gets a share wherever it
+    lands."""
     advertised: dict[str, list[bool]] = {}
     for n in nodes:
         for name, count in (n.allocatable or {}).items():

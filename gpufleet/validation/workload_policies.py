@@ -2,10 +2,10 @@
 
 `workload_findings` runs every rule that needs nothing but the manifest and a few facts of the planned
 setup (`WorkloadFacts`, which default to what holds without a stack): no-visible-devices-bypass,
-no-driver-hostpath, the resource names of gpu-request-shape, and a privileged (or /dev-mounting) GPU
-container (no-privileged-shared-gpu on shared GPUs, gpu-privileged elsewhere), and an MPS client that
-declares no memory on a share with little room beside a CUDA context (mps-client-memory). The modules of policies/ call the same
-functions, so `plan` and `check` say the same words. gpu-taint-toleration is not here: it needs the
+no-driver-hostpath, the resource names of gpu-request-shape, a privileged (or /dev-mounting) GPU container
+(no-privileged-shared-gpu on shared GPUs, gpu-privileged elsewhere), and an MPS client that declares no
+memory on a share with little room beside a CUDA context (mps-client-memory). The modules of policies/ call
+the same functions, so `plan` and `check` say the same words. gpu-taint-toleration is not here: it needs the
 stack's node pools, and `check` schedules against the real nodes' taints already.
 """
 
@@ -208,7 +208,9 @@ def workload_findings(obj: Any, facts: WorkloadFacts = WorkloadFacts()) -> list[
     found += [Finding(GPU_REQUEST_SHAPE, m)
               for m in request_shape_messages(what, spec, lambda: facts.devices, api_rules=False)]
     errors, warnings = privileged_gpu_messages(what, spec, facts.shared_resources)
-    found += [Finding(NO_PRIVILEGED_SHARED_GPU, m) for m in errors] + [Finding(GPU_PRIVILEGED, m) for m in warnings]
+    found += [Finding(NO_PRIVILEGED_SHARED_GPU, m) for m in errors]
+    found += [Finding(GPU_PRIVILEGED, m) for m in warnings]
     annotations = _dig(obj, (*path[:-1], "metadata", "annotations"))
-    found += [Finding(MPS_CLIENT_MEMORY, m) for m in mps_client_messages(what, spec, annotations, facts.mps_shares)]
+    found += [Finding(MPS_CLIENT_MEMORY, m)
+              for m in mps_client_messages(what, spec, annotations, facts.mps_shares)]
     return found
