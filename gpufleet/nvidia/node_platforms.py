@@ -98,10 +98,10 @@ _BY_KEY = {o.key: o for o in OPERATING_SYSTEMS}
 
 
 def node_os(os_image: str, labels: dict[str, str]) -> NodeOs | None:
-    """The OS a node runs, from its osImage, else from NFD's or GKE's OS label; None when nothing says."""
-    for o in OPERATING_SYSTEMS:
-        if os_image and re.search(o.os_image, os_image):
-            return o
+    """The OS a node runs, from its osImage, else (no osImage given) from NFD's or GKE's OS label; None when
+    nothing says, or the osImage names an OS gpufleet has no facts for (NFD's `amzn` is Amazon Linux 2 too)."""
+    if os_image:
+        return next((o for o in OPERATING_SYSTEMS if re.search(o.os_image, os_image)), None)
     return os_named(labels)
 
 

@@ -196,12 +196,13 @@ def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) 
         env = {str(e.get("name")): str(e.get("value")) for e in items if isinstance(e, Mapping)}
         if "cdi" in env.get("DEVICE_LIST_STRATEGY", ""):
             continue
-        return [Finding(ERROR, subject, (
+        return [Finding(WARNING, subject, (
             f"runs NVIDIA's device plugin (container '{c.get('name')}') on node(s) {names(not_default)} "
-            f"({why_not_default(not_default[0])}), whose nvidia runtime is not containerd's default, without "
-            "runtimeClassName: the plugin runs under runc, finds no NVML ('could not load NVML library') "
-            "and the nodes advertise no GPU. Expected spec.template.spec.runtimeClassName: nvidia (and the "
-            "same on the GPU workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
+            f"({why_not_default(not_default[0])}), whose nvidia runtime is not containerd's default unless "
+            "told to, without runtimeClassName: there the plugin runs under runc, finds no NVML ('could not "
+            "load NVML library') and the nodes advertise no GPU. Verify on a GPU node (crictl info: "
+            "defaultRuntimeName). Expected spec.template.spec.runtimeClassName: nvidia (and the same on the GPU "
+            "workloads), or DEVICE_LIST_STRATEGY cdi-cri with CDI enabled in containerd."))]
     return []
 
 

@@ -329,18 +329,26 @@ def _containerd_major(n: NodeFacts) -> int:
 
 # ---- 3. the kubelet's version -------------------------------------------------------------------------
 
+#: How many minors a kubelet may be older than its API server (Kubernetes version skew policy, since 1.28).
+KUBELET_SKEW = 3
+
+
 def version_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
     out = []
     floor = facts.KUBERNETES_FLOORS.get(release.chart)
     by_minor = grouped_by(gpu, lambda n: _minor(n.kubelet_version))
     for minor, nodes in sorted(by_minor.items()):
         if floor is not None and minor < floor.minimum:
-            out.append(Finding(ERROR, release.subject, (
+            # A kubelet may be up to KUBELET_SKEW minors older than the API server, whose version Helm checks:
+            # further below the floor, the API server is below it too.
+            certain = minor[0] == floor.minimum[0] and minor[1] + KUBELET_SKEW < floor.minimum[1]
+            server = ("so the API server is too, and Helm refuses the install" if certain else
+                      "Helm refuses the install if the API server is that old too (verify with kubectl version)")
+            out.append(Finding(ERROR if certain else WARNING, release.subject, (
                 f"node(s) {names(nodes)} run Kubernetes {minor_text(minor)} (kubeletVersion "
                 f"{nodes[0].kubelet_version}), below {minor_text(floor.minimum)}, the oldest Kubernetes "
-                f"{release.chart} supports ({floor.source}): Helm refuses the install on such a cluster, and "
-                f"its pods would not run on these kubelets. Expected Kubernetes {minor_text(floor.minimum)} "
-                "or later on the GPU nodes.")))
+                f"{release.chart} supports ({floor.source}); {server}. Expected Kubernetes "
+                f"{minor_text(floor.minimum)} or later.")))
             continue
         operator = operator_version(release.version) if release.chart == OPERATOR else None
         line = RELEASES.get(f"{operator[0]}.{operator[1]}") if operator else None
@@ -372,10 +380,11 @@ def runtime_class_findings(release: Release, gpu: list[NodeFacts]) -> list[Findi
     not_default = [n for n in gpu if nvidia_not_default(n)]
     if not not_default:
         return []
-    return [Finding(ERROR, release.subject, (
+    return [Finding(WARNING, release.subject, (
         f"node(s) {names(not_default)} ({why_not_default(not_default[0])}) register the nvidia runtime "
-        f"without making it containerd's default, and {release.setting('runtimeClassName')} is unset: the "
-        "device plugin and GFD pods run under runc, find no NVML and advertise no GPU. Expected "
+        f"without making it containerd's default unless told to, and {release.setting('runtimeClassName')} "
+        "is unset: where nvidia is not the default the device plugin and GFD pods run under runc, find no "
+        "NVML and advertise no GPU. Verify on a GPU node (crictl info: defaultRuntimeName). Expected "
         f"{release.setting('runtimeClassName')}: nvidia (gpufleet sets it with cluster.runtime.setAsDefault: "
         "false, or the k3s / rke2 preset), and the same runtimeClassName on the GPU workloads."))]
 
