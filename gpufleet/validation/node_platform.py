@@ -271,24 +271,27 @@ def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
 def runtime_findings(release: Release, gpu: list[NodeFacts],
                      pools: dict[str, list[NodeFacts]]) -> list[Finding]:
     out = []
-    groups = pools or ({"": gpu} if gpu else {})
+    # The operator picks one runtime for the whole cluster (state_manager.go getRuntime: containerd when any GPU
+    # node runs it); where the hosts configure their runtimes, each pool is judged on its own.
+    groups = {"": gpu} if release.runs_toolkit or not pools else pools
     for pool, members in groups.items():
         by_runtime = grouped_by(members, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0])
-        if len(by_runtime) > 1:
-            shown = "; ".join(f"{rt} on {names(ns)}" for rt, ns in sorted(by_runtime.items()))
-            where = f"node pool '{pool}'" if pool else "the GPU nodes"
-            if release.runs_toolkit:
-                level, effect = ERROR, (
-                    "the operator configures the container toolkit for one runtime (containerd when any GPU "
-                    "node runs it), so on the other nodes the nvidia runtime is never registered and GPU "
-                    "pods fail to start")
-            else:
-                level, effect = WARNING, (
-                    "each runtime needs the nvidia runtime configured its own way on the host; verify it on "
-                    "a node of each (crictl info / docker info)")
-            out.append(Finding(level, release.subject, (
-                f"{where} mixes container runtimes: {shown}; {effect}. Expected one container runtime on the "
-                "GPU nodes of a pool (or the odd nodes in a pool of their own).")))
+        if len(by_runtime) < 2:
+            continue
+        shown = "; ".join(f"{rt} on {names(ns)}" for rt, ns in sorted(by_runtime.items()))
+        where = f"node pool '{pool}'" if pool else "the GPU nodes"
+        if release.runs_toolkit:
+            out.append(Finding(ERROR, release.subject, (
+                f"{where} mix container runtimes: {shown}; the operator configures the container toolkit for "
+                "one runtime for the whole cluster (containerd when any GPU node runs it), so on the other nodes "
+                "the nvidia runtime is never registered and GPU pods fail to start. Expected one container "
+                "runtime on every GPU node, or the toolkit off (operator.toolkit.enabled: false) with each "
+                "host's runtime configured for nvidia.")))
+        else:
+            out.append(Finding(WARNING, release.subject, (
+                f"{where} mixes container runtimes: {shown}; each needs the nvidia runtime configured its own "
+                "way on the host; verify it on a node of each (crictl info / docker info). Expected one "
+                "container runtime on the GPU nodes of a pool (or the odd nodes in a pool of their own).")))
     env = release.toolkit_env()
     containerd_keys = sorted(k for k in env if k.startswith("CONTAINERD_"))
     by_runtime = grouped_by(gpu, lambda n: (facts.runtime_of(n.container_runtime) or (None,))[0])
