@@ -16,6 +16,7 @@ from gpufleet.capacity.model import FORMAT, Capacity
 from gpufleet.capacity.shape import INT64_MAX, Shape
 from gpufleet.discovery.kubernetes import list_items, read_json
 from gpufleet.errors import InputError, one_line
+from gpufleet.gc_pause import collector_paused
 
 #: Where a capacity check gets its nodes (the policy pack's `capacitySource`) and the config key each needs.
 CAPACITY_SOURCES = {"stack": None, "nodesFile": "nodesFile", "kubeconfig": "kubeconfig"}
@@ -23,6 +24,7 @@ NODES_WHAT = f"the output of `kubectl get nodes -o json` or a capacity.json ({FO
 PODS_WHAT = "the output of `kubectl get pods -A -o json`"
 
 
+@collector_paused()
 def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
     """Nodes (and their bound pods) from the files. Raises InputError with one line per problem."""
     errors: list[str] = []

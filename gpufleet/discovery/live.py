@@ -16,7 +16,6 @@ The kubernetes client is imported only when a live cluster is read.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from gpufleet.discovery.lean import lean_node, lean_pod, without_managed_fields
 from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line, yaml_problem
+from gpufleet.gc_pause import collector_paused
 
 #: Pods the scheduler counts against a node: the informer's field selector (scheduler.go newPodInformer).
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -265,7 +265,7 @@ class KubeconfigCluster:
         except ConfigException as e:  # an exec plugin or token file that fails when credentials are refreshed
             raise DiscoveryUnavailableError(one_line(f"{self.server}: cannot get credentials: {e}")) from None
         try:
-            with _acyclic():
+            with collector_paused():  # JSON makes no cycles: a collection would only walk the pages kept
                 return json.loads(data)
         except (ValueError, RecursionError):
             raise DiscoveryUnavailableError(f"{self.server}: GET {path}: the answer is not JSON; is this a "
@@ -336,7 +336,7 @@ class KubeconfigCluster:
                     paging = [("limit", self.chunk_size)] if self.chunk_size else []
                     doc = self._get(path, [*query, *paging, *([("continue", token)] if token else [])])
                     items, token = self._page(doc, path, kind)
-                    with _acyclic():
+                    with collector_paused():  # no cycles: a collection would only walk the pages kept
                         kept += map(keep, items) if keep else items
                     del doc, items
                     if not token:
@@ -442,20 +442,6 @@ def _logged():
         yield lines
     finally:
         root.removeHandler(keep)
-
-
-@contextmanager
-def _acyclic():
-    """Pause the cyclic garbage collector while a page is parsed and cut down: JSON makes no reference cycles,
-    and every collection in between would walk all the objects kept so far (about a third of the time of
-    listing 20,000 pods)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _retry_after(e) -> float | None:

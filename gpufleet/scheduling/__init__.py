@@ -5,9 +5,12 @@ import os
 # The check's arrays use no BLAS: one OpenBLAS thread saves starting a pool of them when numpy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from gpufleet.scheduling.engine import check_workloads
-from gpufleet.scheduling.manifests import PodWorkload, load_manifests, workloads_of
-from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
+from gpufleet.gc_pause import collector_paused
+
+with collector_paused():  # numpy and the engine's modules: many objects, no garbage
+    from gpufleet.scheduling.engine import check_workloads
+    from gpufleet.scheduling.manifests import PodWorkload, load_manifests, workloads_of
+    from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 
 __all__ = ["check_workloads", "CheckResult", "Unschedulable", "Warning", "PodWorkload", "load_manifests",
            "workloads_of"]

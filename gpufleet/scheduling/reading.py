@@ -14,6 +14,7 @@ import yaml
 
 from gpufleet.capacity.shape import json_type
 from gpufleet.errors import InputError
+from gpufleet.gc_pause import collector_paused
 from gpufleet.inputs import is_stdin, read_text, template_hint
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -108,6 +109,7 @@ def _objects(file: str, index: int, doc: Any, errors: list[str]) -> Iterable[Doc
                           f"got {'a nested List' if isinstance(item, dict) else json_type(item)}")
 
 
+@collector_paused()
 def load_documents(paths: Iterable[Path]) -> tuple[list[Document], list[str]]:
     """Every object of the given files and directories, in order, and one line per unusable input."""
     docs: list[Document] = []
