@@ -12,26 +12,29 @@ A Job queued to Kueue (`kueue.x-k8s.io/queue-name`) is first admitted by Kueue (
 pods as defaulted); its pods are created only then. See docs/admission.md.
 
 Workloads in namespaces without LimitRanges, ResourceQuotas or Kueue queues, naming no unknown
-PriorityClass, come back as the very same objects.
+PriorityClass, come back as the very same objects. The modules of LimitRange, Priority, ResourceQuota and
+Kueue load only where their objects (or a queued Job) are among the inputs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpufleet.scheduling.admission.kueue import GROUP, KueueState, queue_name
-from gpufleet.scheduling.admission.limitrange import LimitRange, aggregate, inject_defaults, limit_range, violations
 from gpufleet.scheduling.admission.model import Admission, AdmissionWarning, Defaulted, Rejection
 from gpufleet.scheduling.admission.pods import pod_name, with_defaulted_requests
-from gpufleet.scheduling.admission.priority import PriorityClass, resolve
-from gpufleet.scheduling.admission.quota import Quota, QuotaState, quota_key_warnings, quota_of
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workload_of
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.admission.limitrange import LimitRange
+    from gpufleet.scheduling.admission.priority import PriorityClass
+    from gpufleet.scheduling.admission.quota import Quota, QuotaState
 
 __all__ = ["Admission", "AdmissionWarning", "Defaulted", "Rejection", "admit"]
 
 QUEUED_KINDS = ("Job", "CronJob")
+KUEUE_KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor")
 
 
 def _dict(value: Any) -> dict:
@@ -48,17 +51,23 @@ class _Objects:
         self.classes_known = False
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.sources: dict[str, dict] = {}
-        cqs, lqs, flavors = [], [], []
+        kueue: dict[str, list[dict]] = {kind: [] for kind in KUEUE_KINDS}
         for obj in flatten(objects):
             kind, meta = obj.get("kind"), _dict(obj.get("metadata"))
             name = str(meta.get("name") or "")
             namespace = str(meta.get("namespace") or "default")
             api = str(obj.get("apiVersion") or "")
             if kind == "LimitRange":
+                from gpufleet.scheduling.admission.limitrange import limit_range
+
                 self.limit_ranges.setdefault(namespace, []).append(limit_range(namespace, name, obj.get("spec")))
             elif kind == "ResourceQuota":
+                from gpufleet.scheduling.admission.quota import quota_of
+
                 self.quotas.append(quota_of(namespace, name, obj))
             elif kind == "PriorityClass":
+                from gpufleet.scheduling.admission.priority import PriorityClass
+
                 self.classes_known = True
                 value = obj.get("value")
                 if isinstance(value, int) and not isinstance(value, bool):
@@ -66,19 +75,23 @@ class _Objects:
             elif kind == "Namespace":
                 labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
                 self.namespace_labels[name] = {"kubernetes.io/metadata.name": name, **labels}
-            elif api.startswith(GROUP) and kind == "ClusterQueue":
-                cqs.append(obj)
-            elif api.startswith(GROUP) and kind == "LocalQueue":
-                lqs.append(obj)
-            elif api.startswith(GROUP) and kind == "ResourceFlavor":
-                flavors.append(obj)
+            elif kind in KUEUE_KINDS:
+                from gpufleet.scheduling.admission.kueue import GROUP
+
+                if api.startswith(GROUP):
+                    kueue[kind].append(obj)
             elif kind in QUEUED_KINDS:
                 w = workload_of(obj)
                 if w is not None:
                     self.sources.setdefault(w.key, obj)
         for ranges in self.limit_ranges.values():
             ranges.sort(key=lambda lr: lr.name)
-        self.kueue = KueueState(cqs, lqs, flavors, self.namespace_labels) if cqs or lqs else None
+        cqs, lqs, flavors = (kueue[kind] for kind in KUEUE_KINDS)
+        self.kueue = None
+        if cqs or lqs:
+            from gpufleet.scheduling.admission.kueue import KueueState
+
+            self.kueue = KueueState(cqs, lqs, flavors, self.namespace_labels)
 
 
 def admit(workloads: list[PodWorkload], objects: list[dict]) -> Admission:
@@ -92,14 +105,20 @@ def admit(workloads: list[PodWorkload], objects: list[dict]) -> Admission:
     from gpufleet.scheduling.validation import rejection
 
     found = _Objects(objects)
-    quotas = QuotaState(found.quotas)
     result = Admission([])
-    result.warnings += [AdmissionWarning(ref, message) for ref, message in quota_key_warnings(found.quotas)]
+    quotas = None  # no ResourceQuota among the inputs: none counts a pod
+    if found.quotas:
+        from gpufleet.scheduling.admission.quota import QuotaState, quota_key_warnings
+
+        quotas = QuotaState(found.quotas)
+        result.warnings += [AdmissionWarning(ref, text) for ref, text in quota_key_warnings(found.quotas)]
+    if found.sources:
+        from gpufleet.scheduling.admission.kueue import queue_name
     for w in workloads:
         source = found.sources.get(w.key)
         queue = queue_name(source) if source is not None else None
         ranges = found.limit_ranges.get(w.namespace, [])
-        counted = w.namespace in quotas.by_namespace
+        counted = quotas is not None and w.namespace in quotas.by_namespace
         if not (ranges or counted or queue or found.classes_known) or w.replicas <= 0 or rejection(w) is not None:
             result.workloads.append(w)
             continue
@@ -115,8 +134,10 @@ def _refuse(w: PodWorkload, result: Admission, admitted: int, by: str, reason: s
     return dataclasses.replace(w, replicas=admitted) if admitted == 0 else w
 
 
-def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, found: _Objects, quotas: QuotaState,
-               result: Admission) -> PodWorkload:
+def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, found: _Objects,
+               quotas: QuotaState | None, result: Admission) -> PodWorkload:
+    from gpufleet.scheduling.admission.limitrange import aggregate, inject_defaults, violations
+    from gpufleet.scheduling.admission.priority import resolve
     from gpufleet.validation.resources import aggregate as field_aggregate, spec_errors
 
     spec = with_defaulted_requests(w.spec)
@@ -149,7 +170,8 @@ def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, foun
                 w.key, f"stays suspended in Kueue until quota is free ({by}): {message}", "kueue-wait"))
             return dataclasses.replace(w, replicas=0)
         spec, changed = placed, True
-    admitted, quota, reason = quotas.admit_pods(w.namespace, spec, priority.class_name, w.replicas)
+    admitted, quota, reason = (max(w.replicas, 0), None, "") if quotas is None else \
+        quotas.admit_pods(w.namespace, spec, priority.class_name, w.replicas)
     if quota is not None:
         _refuse(w, result, admitted, quota.ref, reason, "ResourceQuota")
     if admitted == 0 and w.replicas > 0:
