@@ -78,22 +78,25 @@ class Cycle:
 
 
 def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.Random,
-                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None, fits=None) -> Cycle:
-    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters;
-    `fits`: `shape.fits_mask(snap)` when the caller has it already."""
+                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None) -> Cycle:
+    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters.
+
+    Only the nodes that pass the static filters are looked at (`shape.eligible_nodes`): the others fail
+    there whatever the cluster holds, and their reasons are counted once per shape (`static_counts`)."""
     n = snap.n
     if n == 0:
         return Cycle(None, 0, failed_scheduling({}, 0))
-    feasible, short = shape.fits_mask(snap) if fits is None else fits
+    at = shape.eligible_nodes
+    feasible, short = shape.fits_eligible(snap)  # over `at`
     later: dict[str, int] = {}  # reasons of the filters after NodeResourcesFit, on the nodes that reach them
     if pod is not None:
         for reason, mask in pod.filters(snap.pods, snap.placed, snap.domains):
-            hit = feasible & mask
-            count = int(np.count_nonzero(hit))
+            mask = mask[at]
+            count = int(np.count_nonzero(feasible & mask))
             if count:
                 later[reason] = later.get(reason, 0) + count
                 feasible &= ~mask
-    candidates = np.flatnonzero(feasible)
+    candidates = at[feasible]
     k = num_feasible_nodes_to_find(n)
     extra_reasons: dict[str, int] = {}
     if extra is None:
@@ -103,7 +106,7 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
     if not len(window):
         counts = dict(shape.static_counts)
         for reason, mask in short.items():
-            hit = int(np.count_nonzero(mask & shape.eligible))
+            hit = int(np.count_nonzero(mask))
             if hit:
                 counts[reason] = counts.get(reason, 0) + hit
         for reason, hit in [*later.items(), *extra_reasons.items()]:
@@ -237,9 +240,11 @@ class Kept:
     __slots__ = ("feasible", "base", "seen")
 
     def __init__(self, snap: Snapshot, shape: PodShape, seen: int):
-        self.feasible = shape.fits_mask(snap)[0]
+        at = shape.eligible_nodes
+        at = at[shape.fits_eligible(snap)[0]]
+        self.feasible = np.zeros(snap.n, dtype=bool)
+        self.feasible[at] = True
         self.base = np.zeros(snap.n, dtype=np.int64)
-        at = np.flatnonzero(self.feasible)
         self.base[at] = base_scores(snap, shape, at)  # an infeasible node is never scored
         self.seen = seen
 

@@ -133,6 +133,15 @@ class PodShape:
             feasible &= ~lacking
         return feasible, short
 
+    def fits_eligible(self, snap: Snapshot) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """`fits_mask` over the nodes that pass the static filters only (`eligible_nodes`, in order): a node
+        that fails them fits nowhere, and a workload that selects a pool reads that pool's arrays, not the
+        fleet's."""
+        at = self.eligible_nodes
+        if 4 * len(at) < snap.n:
+            return self.fits_mask(snap, at)
+        feasible, short = self.fits_mask(snap)
+        return feasible[at], {reason: mask[at] for reason, mask in short.items()}
 
     def memo(self, name: str, compute):
         """A value derived from this shape alone (the same in every run), computed once."""
