@@ -43,7 +43,8 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
         found, _ = load_nodes(config, ref)
     except CapacityUnavailable:
         return []  # stack-matches-nodes reports an unreadable source
-    nodes = views(found, planned_labels(args.resources))
+    planned = planned_labels(args.resources)
+    nodes = views(found, planned)
     pools = {p.name: members for p in cfg.node_pools if (members := pool_members(p, nodes))}
     gpu = [n for ns in pools.values() for n in ns] or [n for n in nodes if rules.shows_gpu(n)]
     out: list[tuple[rules.Finding, str | None]] = []
@@ -61,7 +62,7 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
     def daemonset(r) -> None:
         if r.resource_type in POD_SPEC_PATHS and r.resource_type.endswith(":DaemonSet"):
             what = describe(r.resource_type, r.props, r.name)
-            families = ds_rules.label_families(releases, ())
+            families = ds_rules.label_families(releases, (), {k for labels in planned.values() for k in labels})
             spec = pod_spec(r.resource_type, r.props)
             found = ds_rules.daemonset_findings(what, spec, gpu, selects_node, families)
             out.extend((f, r.urn) for f in found)

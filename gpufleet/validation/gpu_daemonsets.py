@@ -51,12 +51,14 @@ GFD_FAMILY = "nvidia.com/"  # GFD's labels; not nvidia.com/gpu.present nor the o
 OPERATOR_FAMILY = "nvidia.com/*"  # the operator writes gpu.present and gpu.deploy.*, and runs GFD
 
 
-def label_families(releases: Iterable[Release], images: Iterable[str]) -> frozenset[str]:
+def label_families(releases: Iterable[Release], images: Iterable[str],
+                   planned: Iterable[str] = ()) -> frozenset[str]:
     """The families of node labels the checked GPU stack writes once deployed: a release of it (the operator
     runs NFD unless nfd.enabled is false, labels the GPU nodes it finds and runs GFD; the device plugin chart
     runs GFD with gfd.enabled and NFD with nfd.enabled, or with GFD when that is unset), or a DaemonSet
-    running NFD's or GFD's image."""
-    out = set()
+    running NFD's or GFD's image. `planned`: label keys the stack itself sets on nodes (gpufleet's
+    NodePatches on a pool's listed nodes), as `=<key>`."""
+    out = {"=" + key for key in planned}
     for r in releases:
         if r.chart == OPERATOR:
             out.add(OPERATOR_FAMILY)
@@ -77,6 +79,8 @@ def label_families(releases: Iterable[Release], images: Iterable[str]) -> frozen
 
 
 def _written(key: str, families: frozenset[str]) -> bool:
+    if "=" + key in families:
+        return True
     if key.startswith(NFD_FAMILY):
         return NFD_FAMILY in families
     if key.startswith("nvidia.com/"):
