@@ -17,9 +17,10 @@ Sources, per operating system (the versions read):
   own GPU device plugin DaemonSet on GPU nodes unless they carry
   `gke-no-default-nvidia-gpu-device-plugin=true`.
 - Amazon Linux 2023 and Flatcar Container Linux: not in gpu-operator's platform support (NVIDIA/
-  cloud-native-docs gpu-operator/platform-support.rst, v26.7.0: Ubuntu, RHEL, RHCOS); EKS's accelerated
-  AL2023 AMIs ship the driver and the container toolkit (awslabs/amazon-eks-ami, "accelerated" AMI
-  templates). A driver container may exist for them (a community or self-built image), so this is a warning.
+  cloud-native-docs gpu-operator/platform-support.rst, v26.7.0: Ubuntu, RHEL, RHCOS). EKS's accelerated
+  AL2023 NVIDIA AMIs include the NVIDIA kernel modules and driver (Amazon EKS User Guide, "Use EKS-optimized
+  accelerated AMIs for GPU instances"; awslabs/amazon-eks-ami, AL2023 template `enable_accelerator=nvidia`).
+  A driver container may exist for them (a community or self-built image), so this is a warning.
 - Red Hat Enterprise Linux CoreOS: supported with the driver container (OpenShift, CRI-O;
   platform-support.rst).
 """
@@ -84,7 +85,7 @@ OPERATING_SYSTEMS: tuple[NodeOs, ...] = (
            driver_root="/home/kubernetes/bin/nvidia"),
     NodeOs("amzn2023", "Amazon Linux 2023", r"^Amazon Linux 2023\b", ("amzn",), "unvalidated",
            why="Amazon Linux 2023 is not among the operator's supported operating systems; EKS's accelerated "
-               "AL2023 AMIs ship the driver and toolkit already"),
+               "AL2023 NVIDIA AMIs ship the driver already"),
     NodeOs("flatcar", "Flatcar Container Linux", r"^Flatcar Container Linux\b", ("flatcar",), "unvalidated",
            why="Flatcar is not among the operator's supported operating systems and its /usr is read-only; "
                "the driver pod needs a driver image built for Flatcar"),
