@@ -17,6 +17,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -216,6 +217,8 @@ class Cluster:
             raise ClusterError(f"the control plane is not built: run {BUILD_SCRIPT.relative_to(ROOT)}")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(exist_ok=True)
+        if (self.state_dir / "etcd").is_dir():  # every start is a fresh cluster; certificates are kept
+            shutil.rmtree(self.state_dir / "etcd")
         deadline = time.monotonic() + timeout
         try:
             if not (self.pki / "admin.crt").exists():
