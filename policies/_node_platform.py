@@ -20,6 +20,7 @@ from policies._node_facts import (
 #: Chart value -> the gpufleet config key that sets it (the others are named as chart values).
 SETTINGS = {
     rules.OPERATOR: {"driver.enabled": "gpufleet:operator.driver.enabled",
+                     "toolkit.enabled": "gpufleet:operator.toolkit.enabled",
                      "toolkit.env": "gpufleet:cluster.runtime (configPath / socket)",
                      "chartVersion": "gpufleet:operator.chartVersion"},
     rules.DEVICE_PLUGIN: {"chartVersion": "gpufleet:devicePlugin.chartVersion"},

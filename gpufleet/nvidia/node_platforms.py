@@ -10,7 +10,8 @@ Sources, per operating system (the versions read):
   device plugin is installed with `runtimeClassName=nvidia`. No driver container image is built for Talos.
 - Bottlerocket: bottlerocket.dev settings reference `settings.kubelet-device-plugins.nvidia.*` (1.23.x to
   1.54.x): the `*-nvidia` variants ship the driver and run NVIDIA's k8s-device-plugin as a host service
-  (sharing, MIG and the device list strategy are OS settings); the root filesystem is read-only.
+  (sharing, MIG and the device list strategy are OS settings) with the NVIDIA container runtime in legacy
+  or CDI mode ("Supported NVIDIA Container Runtime modes"); the root filesystem is read-only.
 - Container-Optimized OS (GKE): NVIDIA/cloud-native-docs gpu-operator/google-gke.rst (@3050258): COS is
   supported only with Google's driver installer (`driver.enabled=false`), whose driver lives under
   `/home/kubernetes/bin/nvidia` (`hostPaths.driverInstallDir` and `toolkit.installDir` there); GKE runs its
@@ -61,6 +62,8 @@ class NodeOs:
     driver_root: str | None = None
     """Where the host driver lives, when it is not the host's root."""
     own_device_plugin: str = ""
+    own_toolkit: str = ""
+    """How the OS ships the NVIDIA container runtime itself; empty where the operator's toolkit installs it."""
     """How the OS (or its managed platform) runs a device plugin of its own; empty where it does not."""
     nvidia_default_runtime: bool | None = None
     """Whether the OS's own NVIDIA runtime is containerd's default (False: pods name the RuntimeClass)."""
@@ -78,7 +81,9 @@ OPERATING_SYSTEMS: tuple[NodeOs, ...] = (
                "image; a driver container cannot install kernel modules there (a variant without -nvidia has "
                "no driver at all: use an *-nvidia variant)",
            own_device_plugin="the *-nvidia variants run NVIDIA's device plugin as a host service "
-                             "(settings.kubelet-device-plugins.nvidia)"),
+                             "(settings.kubelet-device-plugins.nvidia)",
+           own_toolkit="the *-nvidia variants ship the NVIDIA container runtime (legacy and CDI modes) and "
+                       "write containerd's config from their own settings"),
     NodeOs("cos", "Container-Optimized OS", r"^Container-Optimized OS\b", ("cos",), "impossible",
            why="the GPU operator supports COS only with Google's driver installer; its driver container "
                "does not run on COS",

@@ -235,6 +235,13 @@ def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
                 f"{release.setting(root[0])}: {os_.driver_root} (gpufleet does not set it: on such nodes use "
                 "mode platform-managed with the platform's own device plugin, or a node image whose driver "
                 "the stack can install, e.g. Ubuntu).")))
+        if release.runs_toolkit and os_.own_toolkit:
+            out.append(Finding(WARNING, release.subject, (
+                f"{release.setting('toolkit.enabled')} is true, but node(s) {names(nodes)} run {os_.name} "
+                f"({shown_os(first)}): {os_.own_toolkit}, so the operator's toolkit edits a config the OS "
+                "rewrites and may fail or leave GPU pods without the nvidia runtime after a reboot. Verify the "
+                "toolkit pod and a GPU pod on such a node; expected "
+                f"{release.setting('toolkit.enabled')}: false (the OS's runtime serves the GPUs).")))
         if release.runs_device_plugin and os_.own_device_plugin:
             out.append(Finding(WARNING, release.subject, _second_plugin(release, nodes, f"{os_.name}: "
                                                                          f"{os_.own_device_plugin}")))
