@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts e2e cluster-tools cluster-up cluster-down
+.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts e2e cluster-tools pulumi-tools cluster-up cluster-down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,12 @@ test: setup-dev setup-browser
 cluster-tools:
 	scripts/build-cluster-tools
 
-e2e: setup-dev cluster-tools
+# The Pulumi CLI, its Python host and pulumi-kubernetes' provider the e2e tests deploy with (README: "Deploying
+# for real, tested").
+pulumi-tools:
+	scripts/build-pulumi-tools
+
+e2e: setup-dev cluster-tools pulumi-tools
 	$(BIN)/python -m pytest -q tests/e2e
 
 cluster-up: setup-dev cluster-tools
