@@ -26,7 +26,8 @@ ACCOUNTED_WARNINGS: dict[str, str] = {}
 def warnings_in(text: str) -> list[str]:
     """kubectl's `Warning: ...` lines and helm's client-go warning lines."""
     found = [line.removeprefix("Warning: ") for line in text.splitlines() if line.startswith("Warning: ")]
-    found += [m.group(1) for m in re.finditer(r"warnings\.go:\d+\] (.*)", text)]
+    found += [m.group(1).replace('\\"', '"')
+              for m in re.finditer(r'warnings\.go:\d+\] "?(?:Warning: )?(.*?)"?$', text, re.MULTILINE)]
     return found
 
 
@@ -84,3 +85,30 @@ def test_plan_manifests_and_releases_are_accepted(stack, new_cluster, tmp_path):
             warnings += warnings_in(dry.stderr)
 
     assert unaccounted(warnings) == []
+
+
+#: A Deployment whose pod template carries an annotation the API server warns about.
+WARNED = {"apiVersion": "apps/v1", "kind": "Deployment",
+          "metadata": {"name": "warned", "namespace": "default"},
+          "spec": {"selector": {"matchLabels": {"app": "warned"}}, "template": {
+              "metadata": {"labels": {"app": "warned"},
+                           "annotations": {"seccomp.security.alpha.kubernetes.io/pod": "runtime/default"}},
+              "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+
+
+def test_a_warning_from_kubectl_or_helm_is_not_accounted_for(new_cluster, tmp_path):
+    cluster = new_cluster()
+    chart = tmp_path / "warned"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: warned\nversion: 0.1.0\n")
+    (chart / "templates" / "d.yaml").write_text(yaml.safe_dump(WARNED))
+    installed = helm(cluster, tmp_path, "install", "warned", str(chart), "--namespace", "default")
+    assert installed.returncode == 0, installed.stderr
+    again = {**WARNED, "metadata": {"name": "warned-too", "namespace": "default"}}
+    applied = kubectl_runner(cluster)("apply", "--server-side", "-f", "-", input=yaml.safe_dump(again))
+    assert applied.returncode == 0, applied.stderr
+
+    for stderr in (installed.stderr, applied.stderr):
+        found = unaccounted(warnings_in(stderr))
+        assert len(found) == 1
+        assert found[0].startswith("spec.template.metadata.annotations[seccomp.security.alpha.kubernetes.io/")
