@@ -85,7 +85,7 @@ class Holders:
     def __init__(self, pods: np.ndarray, spots: np.ndarray):
         self.pods, self.spots = pods, spots
         order = np.lexsort((np.arange(len(pods)), -pods))  # most pods first, then input order
-        self.ranked = [j for j in order.tolist() if pods[j] > 0]
+        self.ranked = order[pods[order] > 0].tolist()
         self.cum = np.cumsum(pods)
         self.cum_count = np.cumsum(pods > 0)
 
