@@ -122,6 +122,38 @@ def test_first_available_falls_back_to_its_second_choice(tmp_path):
     assert (code, result["unschedulable"]) == (0, [])
 
 
+def b200_else_every_gpu(b200s: int) -> dict:
+    """`b200s` B200s (no node has one), else allocationMode All: an All subrequest after the first."""
+    return {"name": "gpus", "firstAvailable": [
+        {"name": "b200", "deviceClassName": "gpu.nvidia.com", "count": b200s, "selectors": [
+            {"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200'"}}]},
+        {"name": "every", "deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}]}
+
+
+def test_an_all_subrequest_after_the_first_takes_one_device_as_the_scheduler_does(tmp_path):
+    claim = {"name": "gpus", "resourceClaimTemplateName": "b200-else-all"}
+    # kube-scheduler v1.34's allocator loses the subrequest's index after the first device of such an All:
+    # it goes on with the first subrequest's count (1, here) and so takes one of dra-node-b's 8 GPUs, and
+    # a 7-GPU pod still fits there, as it does under the real kube-scheduler v1.34.5.
+    code, result = check(tmp_path, [template("b200-else-all", [b200_else_every_gpu(1)]),
+                                    template("seven", [gpus(7)]),
+                                    pod("greedy", [claim], node="dra-node-b"),
+                                    pod("seven", [{"name": "gpus", "resourceClaimTemplateName": "seven"}],
+                                        node="dra-node-b")])
+    assert (code, result["unschedulable"]) == (0, [])
+
+
+def test_an_all_subrequest_after_the_first_needs_the_rest_of_the_first_ones_count(tmp_path):
+    claim = {"name": "gpus", "resourceClaimTemplateName": "b200s-else-all"}
+    # The same rule the other way: after one GPU of the All it still wants a second device that passes
+    # the first subrequest (a B200), which no node has, so the pod pends where every GPU is free.
+    code, result = check(tmp_path, [template("b200s-else-all", [b200_else_every_gpu(2)]),
+                                    pod("greedy", [claim], node="dra-node-b")])
+    assert code == 1
+    assert messages(result) == {"Pod/ml/greedy": "0/2 nodes are available: 1 cannot allocate all claims, "
+                                                 "1 node(s) didn't match Pod's node affinity/selector."}
+
+
 SAME_ROOT = [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]
 
 

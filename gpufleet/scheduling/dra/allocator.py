@@ -80,6 +80,12 @@ def _alternative(name: str, r: dict) -> Alternative:
                        mode_all, 0 if mode_all else int(r.get("count") or 1), bool(r.get("adminAccess")))
 
 
+def late_all(alts: list[Alternative]) -> bool:
+    """Whether an "All" subrequest follows a request's first one: the allocator takes it by a rule of its own
+    (Allocator._take_all_then_first), which only the allocator itself follows."""
+    return any(alt.all for alt in alts[1:])
+
+
 def requests_of(claim: Claim) -> list[dict]:
     return list(((claim.spec.get("devices") or {}).get("requests")) or ())
 
@@ -238,13 +244,19 @@ class Allocator:
         if k == len(slots):
             return True
         c, request = slots[k]
-        for alt in alternatives(request):
-            if alt.all:
-                if self._take_all(claims[c], alt, c, picked, taken, fixed, lambda: self._slot(
-                        claims, slots, k + 1, picked, taken, fixed)):
+        alts = alternatives(request)
+
+        def rest() -> bool:
+            return self._slot(claims, slots, k + 1, picked, taken, fixed)
+
+        for i, alt in enumerate(alts):
+            if alt.all and i > 0:
+                if self._take_all_then_first(claims[c], alt, alts[0], c, picked, taken, fixed, rest):
                     return True
-            elif self._take(claims[c], alt, c, alt.count, 0, picked, taken, fixed,
-                            lambda: self._slot(claims, slots, k + 1, picked, taken, fixed)):
+            elif alt.all:
+                if self._take_all(claims[c], alt, c, picked, taken, fixed, rest):
+                    return True
+            elif self._take(claims[c], alt, c, alt.count, 0, picked, taken, fixed, rest):
                 return True
         return False
 
@@ -354,7 +366,8 @@ class Allocator:
             for device in pool.devices:
                 self._selected(device, claim, alt)  # selector errors surface here too
 
-    def _take_all(self, claim, alt, c, picked, taken, fixed, rest) -> bool:
+    def _all_of(self, claim: Claim, alt: Alternative) -> list[Device]:
+        """The devices an "All" alternative takes on this node: every one its selectors pass, pool by pool."""
         chosen = []
         for pool in self.pools:
             matching = [d for d in pool.devices if self._selected(d, claim, alt)]
@@ -363,27 +376,58 @@ class Allocator:
                 raise FilterError(f"claim {claim.label}, request {alt.request}: asks for all devices, but resource "
                                   f"pool {pool.name} is {state}")
             chosen += matching
+        return chosen
+
+    def _take_all(self, claim, alt, c, picked, taken, fixed, rest) -> bool:
+        chosen = self._all_of(claim, alt)
         if not chosen or len(picked[c]) + len(chosen) > CLAIM_LIMIT:
             return False
-        if any(d.key in taken or (d.key in self.in_use and not alt.admin) for d in chosen):
+        return self._take_each(claim, alt, c, chosen, picked, taken, fixed, rest)
+
+    def _take_all_then_first(self, claim, alt, first, c, picked, taken, fixed, rest) -> bool:
+        """An "All" subrequest after a request's first one, as 1.34's allocator takes it: it takes the first
+        device of the "All" and then carries on with the request's *first* subrequest from its second device
+        slot (the subrequest's own index is lost on the way), so it ends with that device plus `count - 1`
+        devices of the first subrequest (or the first subrequest's "All" devices after its first)."""
+        chosen = self._all_of(claim, alt)
+        if not chosen or len(picked[c]) + len(chosen) > CLAIM_LIMIT:
             return False
+
+        def then_first() -> bool:
+            if first.all:
+                more = self._all_of(claim, first)
+                if not more or len(picked[c]) + len(more) - 1 > CLAIM_LIMIT:
+                    return False
+                return self._take_each(claim, first, c, more[1:], picked, taken, fixed, rest)
+            if len(picked[c]) + first.count - 1 > CLAIM_LIMIT:
+                return False
+            return self._take(claim, first, c, first.count - 1, 0, picked, taken, fixed, rest)
+
+        return self._take_each(claim, alt, c, chosen[:1], picked, taken, fixed, then_first)
+
+    def _take_each(self, claim, alt, c, devices, picked, taken, fixed, rest) -> bool:
+        """Every one of `devices`, in order, as an "All" request takes them: one in use ends the attempt, one
+        that breaks a constraint is the filter's error."""
         added: list[int] = []
-        for d in chosen:
+        held = 0
+        ok = True
+        for d in devices:
+            if d.key in taken or (d.key in self.in_use and not alt.admin):
+                ok = False
+                break
             newly = self._fits(d, claim, alt, c, fixed)
             if newly is None:
                 raise FilterError(f"claim {claim.label}, request {alt.request.split('/', 1)[-1]}: cannot add device "
-                                  f"{d.label} because "
-                                  "a claim constraint would not be satisfied")
+                                  f"{d.label} because a claim constraint would not be satisfied")
             fixed[c].update(newly)
             added += [i for i, _ in newly]
-        for d in chosen:
             taken.add(d.key)
             picked[c].append((alt.request, d))
-        if rest():
+            held += 1
+        if ok and rest():
             return True
-        for d in chosen:
-            taken.discard(d.key)
-            picked[c].pop()
+        for _ in range(held):
+            taken.discard(picked[c].pop()[1].key)
         for i in added:
             del fixed[c][i]
         return False

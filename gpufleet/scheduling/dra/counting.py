@@ -19,7 +19,8 @@ import numpy as np
 from gpufleet.scheduling.dra import allocator
 from gpufleet.scheduling.dra.cel import CelError, reads
 from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, Allocator, Alternative, FilterError, _lookup,
-                                               alternatives, claim_limit_error, constraints_on, requests_of)
+                                               alternatives, claim_limit_error, constraints_on, late_all,
+                                               requests_of)
 
 
 #: Per device of a node: the selectors pass, reject, or fail on it.
@@ -38,7 +39,9 @@ def countable(needs) -> list[list[tuple[Alternative, tuple[str, ...]]]] | None:
             return None
         for request in requests_of(claim):
             alts = alternatives(request)
-            if not alts or any(a.admin or not (a.all or 1 <= a.count <= CLAIM_LIMIT) for a in alts):
+            if not alts or late_all(alts):
+                return None
+            if any(a.admin or not (a.all or 1 <= a.count <= CLAIM_LIMIT) for a in alts):
                 return None
             slots.append([(alt, tuple(dict.fromkeys(name for _, name in constraints_on(claim, alt))))
                           for alt in alts])

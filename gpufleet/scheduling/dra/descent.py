@@ -11,7 +11,8 @@ node passes. This first descent is followed here for every node asked about at o
 node where some slot cannot be filled (the search would go back), where the steps spent on alternatives
 that fail could pass the budget, or where the search could raise the filter's error first (an invalid
 pool, a selector failing on a device it may visit, an All request's checks, a constraint an All request
-may break) is left to the allocator. Which devices are taken is the allocator's business, on the node
+may break, an All subrequest after the first, which the allocator takes by a rule of its own) is left to
+the allocator. Which devices are taken is the allocator's business, on the node
 the scheduler picks.
 """
 
@@ -57,7 +58,9 @@ def passes(state, table: Table, free: np.ndarray, claims: list, positions: np.nd
                 scope = constraints_on(claim, alt)
                 passing = sel == PASS
                 if alt.all:
-                    if scope:  # taking them may break a constraint: the filter's error
+                    # A constraint it may break (the filter's error), or an All subrequest after the first,
+                    # which the allocator takes by a rule of its own: the allocator's to answer.
+                    if scope or alt is not alternatives(request)[0]:
                         alive &= ~todo
                         continue
                     matching = np.bincount(local[passing], minlength=k)

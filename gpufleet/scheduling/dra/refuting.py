@@ -18,7 +18,8 @@ before it fails, the answer is the scheduler's timeout ("timed out trying to all
 visit of a slot it passes over all the node's devices at least once per ExactCount alternative, and hands
 the next slot at least C(usable - taken, count) choices of an unconstrained one. A node where neither
 bound decides, or where the search could raise the filter's error (an invalid pool, a selector failing on
-a free device, an All request's checks, a constraint an All request may break), is left to the allocator.
+a free device, an All request's checks, a constraint an All request may break, an All subrequest after the
+first), is left to the allocator.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from gpufleet.scheduling.dra import allocator
 from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on,
-                                               requests_of)
+                                               late_all, requests_of)
 from gpufleet.scheduling.dra.counting import ERROR, PASS, Table
 
 #: Subsets of slots tried for Hall's condition: at most 2^_HALL_SLOTS - 1.
@@ -72,6 +73,8 @@ def outcomes(state, table: Table, free: np.ndarray, claims: list,
     for c, claim in enumerate(claims):
         for request in requests_of(claim):
             alts = []
+            if late_all(alternatives(request)):  # the allocator's own rule for it (allocator.late_all)
+                unsure |= reached
             for alt in alternatives(request):
                 sel = table.selected(state, alt, claim)[entries]
                 names = tuple(dict.fromkeys(name for _, name in constraints_on(claim, alt)))
