@@ -10,27 +10,12 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
+from gpufleet.taints import tolerates_any
 from policies._capacity import extended_resource_toleration
 from policies._common import STACK_CONFIG_PROPERTIES, config_of, containers, describe, dig, pod_spec, stack_config_for
 
 HOSTNAME = "kubernetes.io/hostname"
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
-
-
-def tolerates(tolerations: list, key: str, value: str, effect: str) -> bool:
-    for t in tolerations or []:
-        if t.get("effect") and t.get("effect") != effect:
-            continue
-        op = t.get("operator") or "Equal"
-        if not t.get("key"):
-            if op == "Exists":
-                return True
-            continue
-        if t.get("key") != key:
-            continue
-        if op == "Exists" or (t.get("value") or "") == (value or ""):
-            return True
-    return False
 
 
 def _selected_hostnames(spec: dict) -> set[str]:
@@ -74,7 +59,7 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
                 continue
             if ert and taint.effect == "NoSchedule" and taint.key in requested:
                 continue
-            if not tolerates(tolerations, taint.key, taint.value, taint.effect):
+            if not tolerates_any(tolerations, taint.key, taint.value, taint.effect):
                 shown = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
                 report_violation(f"{describe(args.resource_type, args.props, args.name)} is aimed at node pool "
                                  f"'{pool.name}' but does not tolerate its taint {shown}; expected a toleration "

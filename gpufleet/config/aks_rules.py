@@ -14,6 +14,7 @@ from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import Toleration
 from gpufleet.errors import ConfigIssue
+from gpufleet.taints import tolerates_any
 
 
 def check_aks(cfg: StackConfig) -> list[ConfigIssue]:
@@ -79,14 +80,7 @@ def _check_mig(cfg: StackConfig, j: int, pool: GpuPool) -> list[ConfigIssue]:
 
 
 def _tolerates(taint: Taint, tolerations: list[Toleration]) -> bool:
-    for t in tolerations:
-        if t.effect is not None and t.effect != taint.effect:
-            continue
-        if t.key is None and t.operator == "Exists":
-            return True
-        if t.key == taint.key and (t.operator == "Exists" or (t.value or "") == taint.value):
-            return True
-    return False
+    return tolerates_any((t.model_dump() for t in tolerations), taint.key, taint.value, taint.effect)
 
 
 def _untolerated(cfg: StackConfig, pool: GpuPool, tolerations: list[Toleration]) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpufleet.config.node_pools import Taint
 from gpufleet.config.stack import StackConfig
+from gpufleet.taints import tolerates_taint
 
 #: Only these effects keep a pod off a node (PreferNoSchedule only lowers the node's score).
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -44,15 +45,8 @@ MIG_MANAGER = (_GPU,)
 
 
 def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
-    """Whether one toleration tolerates the taint (the API's ToleratesTaint)."""
-    if toleration.get("effect") and toleration["effect"] != taint.effect:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if not toleration.get("key"):
-        return operator == "Exists"
-    if toleration["key"] != taint.key:
-        return False
-    return operator == "Exists" or (toleration.get("value") or "") == taint.value
+    """Whether one toleration tolerates a pool's taint (the API's ToleratesTaint, gpufleet.taints)."""
+    return tolerates_taint(toleration, taint.key, taint.value, taint.effect)
 
 
 def with_pool_taints(defaults: tuple, cfg: StackConfig) -> list[dict[str, Any]] | None:

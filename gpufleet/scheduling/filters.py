@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gpufleet.capacity.model import Node, Taint
 from gpufleet.scheduling.validation import is_extended
+from gpufleet.taints import extended_resource_tolerations, tolerates_taint
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -31,9 +32,7 @@ class PodTerms:
 def pod_terms(spec: dict, requests: dict[str, int], extended_resource_toleration: bool) -> PodTerms:
     tolerations = list(spec.get("tolerations") or ())
     if extended_resource_toleration:
-        # The ExtendedResourceToleration admission plugin: {key: <resource>, operator: Exists, effect: NoSchedule}.
-        tolerations += [{"key": r, "operator": "Exists", "effect": "NoSchedule"}
-                        for r in sorted(requests) if is_extended(r) and requests[r] > 0]
+        tolerations += extended_resource_tolerations(r for r in requests if is_extended(r) and requests[r] > 0)
     required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution"))
     terms = None if required is None else tuple(required.get("nodeSelectorTerms") or ())
@@ -41,17 +40,8 @@ def pod_terms(spec: dict, requests: dict[str, int], extended_resource_toleration
 
 
 def tolerates(toleration: dict, taint: Taint) -> bool:
-    """v1.Toleration.ToleratesTaint."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.key:
-        return False
-    op = toleration.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    return op == "Equal" and str(toleration.get("value") or "") == taint.value
+    """v1.Toleration.ToleratesTaint (gpufleet.taints) for a node's taint."""
+    return tolerates_taint(toleration, taint.key, taint.value, taint.effect)
 
 
 def _tolerated(terms: PodTerms, taint: Taint) -> bool:

@@ -41,6 +41,7 @@ from typing import Any
 from gpufleet.scheduling.admission.pods import pod_requests, quantities
 from gpufleet.scheduling.admission.quantities import Q, quantity_string
 from gpufleet.scheduling.pods_on_nodes import selector_matches  # metav1.LabelSelector; null selects nothing, as Kueue's namespaceSelector
+from gpufleet.taints import tolerates_taint
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GROUP = "kueue.x-k8s.io/"
@@ -161,12 +162,8 @@ def queue_name(obj: dict) -> str | None:
 
 
 def _tolerates(toleration: dict, taint: dict) -> bool:
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if toleration.get("operator") == "Exists":
-        return not key or key == taint.get("key")
-    return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+    return tolerates_taint(toleration, str(taint.get("key") or ""), taint.get("value"),
+                           str(taint.get("effect") or ""))
 
 
 def _taint_text(taint: dict) -> str:
