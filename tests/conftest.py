@@ -4,11 +4,13 @@ CLI as a user does (exit codes included)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gpufleet.config.loading import LoadedStack, load_stack, parse_sections
 from gpufleet.planning.engine import run_program
@@ -16,6 +18,13 @@ from gpufleet.planning.engine import run_program
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_STACKS = ["dev", "mig", "k3s", "multi", "dra"]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/helm_binary.py
+
+# Hypothesis: the same examples on every run unless asked otherwise, so a failure CI finds reproduces anywhere
+# (`ci`, the default: derandomized, no example database written into the clone). `HYPOTHESIS_PROFILE=explore`
+# hunts locally: random examples, with the database keeping what failed.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
