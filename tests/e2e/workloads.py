@@ -124,7 +124,9 @@ def _decided(pod: dict) -> bool:
 
 def settle(api: Api, workloads: dict[str, int], quiet: float = 3, timeout: float = 300) -> float:
     """Wait until each workload (key -> pods it should make) has all its pods, the scheduler decided on every
-    pod, and no pod was bound for `quiet` seconds. Returns the seconds it took."""
+    pod, and no pod was bound for `quiet` seconds. Returns the seconds it took. A pod the scheduler holds
+    back before trying it (DRA: its claim or template does not exist) never gets a decision: after
+    3 x `quiet` seconds without change it counts as settled too."""
     start = time.monotonic()
     last, last_change = None, start
     while True:
@@ -135,7 +137,7 @@ def settle(api: Api, workloads: dict[str, int], quiet: float = 3, timeout: float
         now = time.monotonic()
         if state != last:
             last, last_change = state, now
-        if complete and decided and now - last_change >= quiet:
+        if complete and now - last_change >= (quiet if decided else 3 * quiet):
             return now - start
         if now - start > timeout:
             missing = {k: (len(pods[k]), n) for k, n in workloads.items() if len(pods[k]) < n}
@@ -192,3 +194,14 @@ def plan_documents(stack: str, out: Path) -> list[dict]:
     for path in sorted((out / "manifests").rglob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
     return docs
+
+
+def create_with_status(api: Api, obj: dict) -> tuple[int, dict]:
+    """Create the object; when it carries a status (a claim allocated earlier), set that through /status."""
+    namespace = obj["metadata"].get("namespace")
+    status, doc = api.request("POST", collection(obj["kind"], namespace), obj)
+    if status < 300 and obj.get("status"):
+        path = f"{collection(obj['kind'], namespace)}/{obj['metadata']['name']}/status"
+        status, doc = api.request("PATCH", path, {"status": obj["status"]},
+                                  content_type="application/merge-patch+json")
+    return status, doc
