@@ -14,27 +14,29 @@ import numpy as np
 from gpufleet.scheduling.plugins import MAX_NODE_SCORE
 
 
-def _least_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    safe = np.where(capacity > 0, capacity, 1)
-    score = (capacity - requested) * MAX_NODE_SCORE // safe
-    return np.where((capacity > 0) & (requested <= capacity), score, 0)
+def _least_requested(requested: np.ndarray, capacity: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """`has`: capacity > 0 (a node without the resource scores 0 for it)."""
+    score = (capacity - requested) * MAX_NODE_SCORE // np.where(has, capacity, 1)
+    return np.where(has & (requested <= capacity), score, 0)
 
 
 def least_allocated(alloc_cpu: np.ndarray, requested_cpu: np.ndarray, alloc_mem: np.ndarray,
                     requested_mem: np.ndarray) -> np.ndarray:
-    """leastResourceScorer over cpu and memory: the mean (integer division) of each resource's score."""
-    weights = (alloc_cpu > 0).astype(np.int64) + (alloc_mem > 0)
-    total = _least_requested(requested_cpu, alloc_cpu) + _least_requested(requested_mem, alloc_mem)
-    return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+    """leastResourceScorer over cpu and memory: the mean (integer division) of each resource's score (0 on a
+    node with neither, whose scores are both 0)."""
+    has_cpu, has_mem = alloc_cpu > 0, alloc_mem > 0
+    total = (_least_requested(requested_cpu, alloc_cpu, has_cpu)
+             + _least_requested(requested_mem, alloc_mem, has_mem))
+    return total // np.maximum(has_cpu.astype(np.int64) + has_mem, 1)
 
 
 def balanced_allocation(alloc_cpu: np.ndarray, requested_cpu: np.ndarray, alloc_mem: np.ndarray,
                         requested_mem: np.ndarray) -> np.ndarray:
     """balancedResourceScorer: (1 - std of the requested fractions, each at most 1) x 100, truncated."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cpu = np.minimum(requested_cpu / np.where(alloc_cpu > 0, alloc_cpu, 1), 1.0)
-        mem = np.minimum(requested_mem / np.where(alloc_mem > 0, alloc_mem, 1), 1.0)
-    both = (alloc_cpu > 0) & (alloc_mem > 0)
+    has_cpu, has_mem = alloc_cpu > 0, alloc_mem > 0
+    cpu = np.minimum(requested_cpu / np.where(has_cpu, alloc_cpu, 1), 1.0)  # never divides by 0
+    mem = np.minimum(requested_mem / np.where(has_mem, alloc_mem, 1), 1.0)
+    both = has_cpu & has_mem
     std = np.where(both, np.abs((cpu - mem) / 2), 0.0)
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
