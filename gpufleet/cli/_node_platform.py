@@ -5,20 +5,29 @@ a warning a warning."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpufleet.scheduling.daemonsets import selects_node
 from gpufleet.scheduling.manifests import flatten
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
-from gpufleet.validation import gpu_daemonsets as ds_rules
-from gpufleet.validation import node_platform as rules
 from gpufleet.validation.workload_policies import POD_SPEC_PATHS
 
+if TYPE_CHECKING:
+    from gpufleet.validation import node_platform as rules
+
 RULE = "node-platform"
+#: What the rules read: a release record (HelmRelease) and a DaemonSet. Without either, no rule can find
+#: anything, and their modules are not loaded (a check of plain workloads starts sooner).
+KINDS = ("HelmRelease", "DaemonSet")
 
 
 def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, rules.Finding]]:
     """(workload key, finding) of every node-platform rule on these objects and nodes."""
+    if not any(o.get("kind") in KINDS for o in flatten(objects)):
+        return []
+    from gpufleet.scheduling.daemonsets import selects_node
+    from gpufleet.validation import gpu_daemonsets as ds_rules
+    from gpufleet.validation import node_platform as rules
+
     gpu = [n for n in nodes if rules.shows_gpu(n)]
     objs = list(flatten(objects))
     releases = [r for r in map(rules.release_of_record, objs) if r is not None]
@@ -52,9 +61,14 @@ def _spec(obj: dict) -> Any:
 
 
 def add_node_platform_findings(result: CheckResult, objects: list[Any], nodes: list) -> None:
-    for key, f in node_platform_findings(objects, nodes):
+    found = node_platform_findings(objects, nodes)
+    if not found:
+        return
+    from gpufleet.validation.node_platform import ERROR
+
+    for key, f in found:
         text = f"[{RULE}] {f.message}"
-        if f.level == rules.ERROR:
+        if f.level == ERROR:
             result.unschedulable.append(Unschedulable(key, "policy", 0, text))
         else:
             result.warnings.append(Warning(key, text))
