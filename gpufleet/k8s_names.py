@@ -8,6 +8,7 @@ pkg/util/validation) would report for `value`, worded as it words them; an empty
 from __future__ import annotations
 
 import re
+from functools import cache
 
 DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
@@ -26,17 +27,11 @@ PORT_NAME_MAX = 15
 INT32_MAX = 2**31 - 1
 
 
-def _full(fmt: str) -> re.Pattern[str]:
-    return re.compile(f"^(?:{fmt})$")
-
-
-_DNS1123_LABEL = _full(DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN = _full(DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL = _full(DNS1035_LABEL_FMT)
-_QUALIFIED_NAME = _full(QUALIFIED_NAME_FMT)
-_LABEL_VALUE = _full(LABEL_VALUE_FMT)
-_ENV_VAR_NAME = _full(ENV_VAR_NAME_FMT)
-_CONFIG_MAP_KEY = _full(CONFIG_MAP_KEY_FMT)
+@cache
+def _full(fmt: str, flags: int = 0) -> re.Pattern[str]:
+    """The pattern matching all of a value, compiled on first use (a command that checks no names compiles
+    none)."""
+    return re.compile(f"^(?:{fmt})$", flags)
 
 
 def max_len(n: int) -> str:
@@ -53,8 +48,8 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
 def dns1123_label_errors(value: str) -> list[str]:
     """Namespaces, Service-less object names, label-limited names: lowercase RFC 1123 label, <= 63."""
     errs = [max_len(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
-    if not _DNS1123_LABEL.match(value):
-        if _DNS1123_SUBDOMAIN.match(value):
+    if not _full(DNS1123_LABEL_FMT).match(value):
+        if _full(DNS1123_SUBDOMAIN_FMT).match(value):
             errs.append("must not contain dots")
         else:
             errs.append(_regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric "
@@ -66,7 +61,7 @@ def dns1123_label_errors(value: str) -> list[str]:
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """Most object names (Deployments, Jobs, Secrets, Nodes): lowercase RFC 1123 subdomain, <= 253."""
     errs = [max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
-    if not _DNS1123_SUBDOMAIN.match(value):
+    if not _full(DNS1123_SUBDOMAIN_FMT).match(value):
         errs.append(_regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                                  "characters, '-' or '.', and must start and end with an alphanumeric character",
                                  DNS1123_SUBDOMAIN_FMT, "example.com"))
@@ -76,7 +71,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
 def dns1035_label_errors(value: str) -> list[str]:
     """Service names: a DNS-1035 label (starts with a letter), <= 63."""
     errs = [max_len(DNS1035_LABEL_MAX)] if len(value) > DNS1035_LABEL_MAX else []
-    if not _DNS1035_LABEL.match(value):
+    if not _full(DNS1035_LABEL_FMT).match(value):
         errs.append(_regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                                  "start with an alphabetic character, and end with an alphanumeric character",
                                  DNS1035_LABEL_FMT, "my-name", "abc-123"))
@@ -106,7 +101,7 @@ def qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append(f"name part {max_len(QUALIFIED_NAME_MAX)}")
-    if not _QUALIFIED_NAME.match(name):
+    if not _full(QUALIFIED_NAME_FMT).match(name):
         errs.append("name part " + _regex_error(_QNAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
@@ -114,7 +109,7 @@ def qualified_name_errors(value: str) -> list[str]:
 def label_value_errors(value: str) -> list[str]:
     """Label values (also taint values and nodeSelector values): empty, or <= 63 with alphanumeric ends."""
     errs = [max_len(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
-    if not _LABEL_VALUE.match(value):
+    if not _full(LABEL_VALUE_FMT).match(value):
         errs.append(_regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
                                  "'-', '_' or '.', and must start and end with an alphanumeric character",
                                  LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
@@ -134,7 +129,7 @@ def _chdir_prefix_errors(value: str) -> list[str]:
 def env_var_name_errors(value: str) -> list[str]:
     """Container env var names as the API server validates them without relaxed env var validation."""
     errs = []
-    if not _ENV_VAR_NAME.match(value):
+    if not _full(ENV_VAR_NAME_FMT).match(value):
         errs.append(_regex_error("a valid environment variable name must consist of alphabetic characters, "
                                  "digits, '_', '-', or '.', and must not start with a digit",
                                  ENV_VAR_NAME_FMT, "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
@@ -144,7 +139,7 @@ def env_var_name_errors(value: str) -> list[str]:
 def config_map_key_errors(value: str) -> list[str]:
     """Keys of ConfigMap and Secret data."""
     errs = [max_len(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
-    if not _CONFIG_MAP_KEY.match(value):
+    if not _full(CONFIG_MAP_KEY_FMT).match(value):
         errs.append(_regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
                                  CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
     return errs + _chdir_prefix_errors(value)
@@ -174,8 +169,8 @@ _HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])"
 _DOMAIN = rf"{_HOST}(?::[0-9]+)?"
 TAG_FMT = r"[\w][\w.-]{0,127}"
 DIGEST_FMT = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
-_REFERENCE = re.compile(rf"^(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
-                        rf"(?::(?P<tag>{TAG_FMT}))?(?:@(?P<digest>{DIGEST_FMT}))?$", re.ASCII)
+_REFERENCE_FMT = (rf"(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+                  rf"(?::(?P<tag>{TAG_FMT}))?(?:@(?P<digest>{DIGEST_FMT}))?")
 NAME_TOTAL_MAX = 255
 #: Hex lengths of the digest algorithms registries accept (opencontainers/go-digest).
 DIGEST_HEX_LENGTHS = {"sha256": 64, "sha384": 96, "sha512": 128}
@@ -185,7 +180,7 @@ IMAGE_REFERENCE_RULE = ("[registry[:port]/]path[:tag][@algorithm:hex], path comp
 
 def parse_image_reference(value: str) -> tuple[str, str | None, str | None] | None:
     """(name, tag, digest) of a valid image reference, else None."""
-    m = _REFERENCE.match(value)
+    m = _full(_REFERENCE_FMT, re.ASCII).match(value)
     if m is None:
         return None
     return m["name"], m["tag"], m["digest"]
