@@ -20,7 +20,7 @@ from tests.e2e.kwok_nodes import create_nodes, nodes_from_items, wait_nodes_read
 from tests.e2e.workloads import (check_json, create_all, create_running_pods, ensure_namespaces, outcome,
                                  settle, workload_key)
 from tests.scheduling.oracle_compare import compare
-from tests.scheduling.oracle_fleets import generate, pod_count, write
+from tests.scheduling.oracle_fleets import Fleet, generate, pod_count, write
 
 RESULTS = ROOT / "build" / "e2e" / "fleet-verdicts.json"
 RUNS = 2
@@ -70,7 +70,10 @@ def record(name: str, entry: dict) -> None:
 def measure(seed: int, size: int, shape: str, new_cluster, tmp_path) -> tuple[dict, dict, list[dict]]:
     """RUNS real runs of one generated fleet against `check` on its files: (the oracle_compare metrics,
     check's answer on the files, check's answers on each live cluster). Records the figures."""
-    fleet = generate(seed, size, shape)
+    return measure_fleet(generate(seed, size, shape), f"{shape}-{size}-{seed}", new_cluster, tmp_path)
+
+
+def measure_fleet(fleet: Fleet, name: str, new_cluster, tmp_path) -> tuple[dict, dict, list[dict]]:
     nodes_file, pods_file, manifests_file = write(fleet, tmp_path)
     on_files = check_json("--nodes", str(nodes_file), "--pods", str(pods_file), str(manifests_file))
 
@@ -82,8 +85,9 @@ def measure(seed: int, size: int, shape: str, new_cluster, tmp_path) -> tuple[di
         on_cluster.append(live)
     metrics = compare(on_files, {"runs": runs})
     unschedulable = {u["workload"]: u for u in on_files.get("unschedulable", [])}
-    record(f"{shape}-{size}-{seed}", {
-        "nodes": size, "workloads": len(runs[0]), "pods": sum(pod_count(m) for m in fleet.manifests),
+    record(name, {
+        "nodes": len(fleet.nodes), "workloads": len(runs[0]),
+        "pods": sum(pod_count(m) for m in fleet.manifests),
         "runs": len(runs), "settle_s": timings, "check_pending": sorted(pending_set(on_files)),
         "real_pending": [sorted(k for k, r in run.items() if r["pending"]) for run in runs],
         "metrics": metrics,
@@ -117,3 +121,27 @@ def test_large_fleet_misses_nothing_the_real_cluster_leaves_pending(seed, size, 
     for live in on_cluster:
         assert pending_set(live) == pending_set(on_files)
     assert metrics["silent_miss"] == []
+
+
+def test_an_untolerated_gpu_taint_leaves_the_same_pods_pending(new_cluster, tmp_path):
+    """A small hand-made case the generated fleets rarely reach: CPU pods that only a tainted GPU node has
+    room for stay Pending in the real cluster, and check must say so (a wrong toleration rule would not)."""
+    from tests.scheduling.kube import container, deployment, node, pod_spec
+
+    gpu = node("gpu-0", 8, cpu="64", memory="256Gi", taints=[("nvidia.com/gpu", "present", "NoSchedule")])
+    cpu = node("cpu-0", cpu="4", memory="16Gi")
+    small = pod_spec(container(requests={"cpu": "1500m", "memory": "1Gi"}))
+    web = deployment("web", 3, small, namespace="apps")
+    tolerant = pod_spec(container(limits={"nvidia.com/gpu": "1"}),
+                        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    train = deployment("train", 2, tolerant, namespace="apps")
+    for d in (web, train):
+        d["spec"]["selector"] = {"matchLabels": {"app": d["metadata"]["name"]}}
+        d["spec"]["template"]["metadata"]["labels"] = {"app": d["metadata"]["name"]}
+    gpu["apiVersion"] = cpu["apiVersion"] = "v1"
+    fleet = Fleet([gpu, cpu], [], [web, train])
+    metrics, on_files, on_cluster = measure_fleet(fleet, "gpu-taint", new_cluster, tmp_path)
+    assert pending_set(on_files) == {"Deployment/apps/web"}
+    for live in on_cluster:
+        assert pending_set(live) == pending_set(on_files)
+    assert metrics["false_pending"] == [] and metrics["silent_miss"] == []
