@@ -1,0 +1,209 @@
+"""`pulumi up` for real: the Pulumi CLI, gpufleet's program and pulumi-kubernetes' provider (built from pinned
+Go modules by scripts/build-pulumi-tools) against the real control plane, with a local `file://` backend and
+a passphrase secrets provider, as a user deploys a stack:
+
+- `pulumi preview` lists exactly the resources `gpufleet plan` lists;
+- `pulumi up` creates them, and every object in the cluster holds what the plan's manifest says (server
+  defaults aside); each Helm release runs with the values the plan shows;
+- a change of the stack's config shows in `pulumi preview --diff` as it does in `gpufleet plan --diff`, and
+  the second `up` applies it;
+- `pulumi destroy` leaves nothing gpufleet created;
+- a token set with `pulumi config set --secret` is in plain text nowhere: not in the state, the outputs, the
+  preview or the update's output;
+- `pulumi preview --policy-pack policies` refuses the `greed` stack with the policy's own message, and the
+  same policy set to advisory is printed as a warning and refuses nothing.
+
+The Helm charts come from the pinned upstream archives (tests/upstream_files.py; skipped when absent), served
+as a Helm repository on loopback through GPUFLEET_CHART_MIRROR.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpufleet.config.loading import load_stack
+from tests.e2e.cluster import ROOT
+from tests.e2e.conftest import kubectl_runner
+from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
+from tests.e2e.pulumi_engine import ChartMirror, CloudEmulator, Engine, contains, pulumi_bin, wait_until
+from tests.e2e.workloads import gpufleet, plan_documents
+
+#: Stacks whose full life (preview, up, change, up, destroy) runs here.
+UP_STACKS = ["dev"]
+#: The limit the issue sets for a warm `pulumi up` of the dev stack on the test cluster.
+WARM_UP_LIMIT_S = 60
+
+
+def secret_value(stack: str, key: str) -> str:
+    return f"e2e-{stack}-{key}-7f3a9c"
+
+
+def plan_urns(plan_dir: Path) -> set[str]:
+    return {r["urn"] for r in json.loads((plan_dir / "plan.json").read_text())["resources"]}
+
+
+def preview_urns(preview: dict, op: str) -> set[str]:
+    """The resources a preview plans to `op`, less the default providers the engine adds by itself."""
+    return {s["urn"] for s in preview.get("steps") or () if s.get("op") == op and "::default_" not in s["urn"]}
+
+
+def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
+    """The cluster's nodes, the chart mirror, the cloud emulator and an engine with the stack initialised."""
+    from upstream_files import chart_archive
+
+    docs = plan_documents(stack, tmp_path / "plan")
+    releases = [d for d in docs if d.get("kind") == "HelmRelease"]
+    archives = [chart_archive(r["chart"], r["version"]) for r in releases]  # skips when absent
+    bins = pulumi_bin()
+    api = cluster.api()
+    planned = nodes_from_stack(stack, ROOT)
+    create_nodes(api, planned)
+    wait_nodes_ready(api, [n.name for n in planned])
+    mirror = ChartMirror(archives, tmp_path / "mirror")
+    emulator = CloudEmulator(cluster)
+    engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url)
+    loaded = load_stack(stack, ROOT)
+    engine.use_context(loaded.config.cluster.context)
+    engine.init(stack, {k: secret_value(stack, k) for k in loaded.config.secret_config_keys()})
+    return engine, docs, mirror, emulator
+
+
+def live(kubectl, doc: dict) -> dict | None:
+    got = kubectl("get", "-f", "-", "-o", "json", input=yaml.safe_dump(doc))
+    if got.returncode != 0:
+        assert "NotFound" in got.stderr or "not found" in got.stderr, got.stderr
+        return None
+    return json.loads(got.stdout)
+
+
+def helm_values(cluster, tmp_path: Path, release: dict) -> dict | None:
+    from tests.e2e.test_rendered_accepted import helm
+
+    got = helm(cluster, tmp_path, "get", "values", release["name"], "--namespace", release["namespace"],
+               "--output", "json")
+    if got.returncode != 0:
+        return None
+    return json.loads(got.stdout) or {}
+
+
+def assert_cluster_holds(cluster, kubectl, tmp_path: Path, docs: list[dict], secrets: dict[str, str]) -> None:
+    for doc in docs:
+        if doc.get("kind") == "HelmRelease":
+            assert helm_values(cluster, tmp_path, doc) == (doc.get("values") or {}), doc["name"]
+            continue
+        planned = {k: v for k, v in doc.items() if k != "stringData"}
+        obj = live(kubectl, planned)
+        assert obj is not None, f"{doc['kind']}/{doc['metadata']['name']} was not created"
+        assert contains(obj, planned), (doc, obj)
+        if doc.get("kind") == "Secret":
+            values = {base64.b64decode(v).decode() for v in (obj.get("data") or {}).values()}
+            assert values & set(secrets.values()), "the secret's value is not the token set with --secret"
+
+
+def bump_first_image(stack_file: Path) -> tuple[str, str]:
+    """Change the image tag of the stack's first workload; return (workload name, new image)."""
+    doc = yaml.safe_load(stack_file.read_text())
+    workload = doc["config"]["gpufleet:workloads"][0]
+    image = workload["image"].rsplit(":", 1)[0] + ":e2e-changed"
+    workload["image"] = image
+    stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return workload["name"], image
+
+
+@pytest.mark.parametrize("stack", UP_STACKS)
+def test_pulumi_up_creates_the_plan_applies_a_change_and_destroy_leaves_nothing(stack, new_cluster, tmp_path):
+    cluster = new_cluster()
+    engine, docs, mirror, emulator = prepare(stack, tmp_path, cluster)
+    kubectl = kubectl_runner(cluster)
+    secrets = {k: secret_value(stack, k) for k in load_stack(stack, ROOT).config.secret_config_keys()}
+    try:
+        preview = engine.preview_json(stack)
+        assert preview_urns(preview, "create") == plan_urns(tmp_path / "plan")
+
+        started = time.monotonic()
+        up = engine("up", "--yes", "--skip-preview", "--stack", stack)
+        first_up_s = time.monotonic() - started
+        assert_cluster_holds(cluster, kubectl, tmp_path, docs, secrets)
+
+        # Nothing secret in plain text: the state, the outputs, what preview and up printed.
+        state_text = "".join(p.read_text(errors="replace") for p in engine.state.rglob("*") if p.is_file())
+        outputs = engine("stack", "output", "--json", "--stack", stack).stdout
+        shown = json.dumps(preview) + up.stdout + up.stderr + outputs + state_text
+        for value in secrets.values():
+            assert value not in shown
+
+        # A change of config: plan --diff and preview --diff both show it; the second up applies it.
+        name, image = bump_first_image(engine.stack_file(stack))
+        changed = gpufleet("plan", "--stack", str(engine.stack_file(stack)), "--no-policies",
+                           "--out", str(tmp_path / "plan2"), "--diff", str(tmp_path / "plan"))
+        assert changed.returncode == 0, changed.stderr
+        assert image in changed.stdout
+        diff = engine("preview", "--diff", "--stack", stack)
+        assert image in diff.stdout
+        changed_urns = {s["urn"] for s in engine.preview_json(stack)["steps"] if s["op"] != "same"}
+        assert changed_urns and all(f"-{name}-" in urn for urn in changed_urns), changed_urns
+        started = time.monotonic()
+        engine("up", "--yes", "--skip-preview", "--stack", stack)
+        second_up_s = time.monotonic() - started
+        new_docs = plan_documents_in(tmp_path / "plan2")
+        assert_cluster_holds(cluster, kubectl, tmp_path, new_docs, secrets)
+        if stack == "dev":
+            assert second_up_s <= WARM_UP_LIMIT_S, (first_up_s, second_up_s)
+
+        engine("destroy", "--yes", "--skip-preview", "--stack", stack)
+        for doc in new_docs:
+            if doc.get("kind") == "HelmRelease":
+                assert helm_values(cluster, tmp_path, doc) is None, doc["name"]
+            elif doc.get("kind") == "Node":  # the node is the cluster's: only the labels gpufleet wrote go
+                node = live(kubectl, doc)
+                labels = (node or {}).get("metadata", {}).get("labels") or {}
+                planned = doc["metadata"].get("labels") or {}
+                assert not any(labels.get(k) == v for k, v in planned.items()
+                               if not k.startswith(("kubernetes.io/", "node.kubernetes.io/"))), labels
+            else:
+                wait_until(lambda d=doc: live(kubectl, {k: v for k, v in d.items() if k != "stringData"}) is None,
+                           120, f"{doc['kind']}/{doc['metadata']['name']} gone")
+    finally:
+        emulator.stop()
+        mirror.stop()
+
+
+def plan_documents_in(plan_dir: Path) -> list[dict]:
+    docs = []
+    for path in sorted((plan_dir / "manifests").rglob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def test_policy_pack_refuses_greed_in_the_real_engine_and_advisory_prints_a_warning(new_cluster, tmp_path):
+    stack = "greed"
+    cluster = new_cluster()
+    engine, _, mirror, emulator = prepare(stack, tmp_path, cluster)
+    try:
+        planned = gpufleet("plan", "--stack", stack)
+        assert planned.returncode == 1
+        message = next(line.strip() for line in planned.stdout.splitlines()
+                       if "Deployment/greed/greedy-trainer" in line)
+
+        refused = engine("preview", "--stack", stack, "--policy-pack", "policies", check=False)
+        out = refused.stdout + refused.stderr
+        assert refused.returncode != 0, out
+        assert "gpu-capacity-fit" in out and "mandatory" in out
+        assert message[:120] in " ".join(out.split()), out[-4000:]
+
+        advisory = tmp_path / "advisory.json"
+        advisory.write_text(json.dumps({"gpu-capacity-fit": {"enforcementLevel": "advisory"}}))
+        warned = engine("preview", "--stack", stack, "--policy-pack", "policies",
+                        "--policy-pack-config", str(advisory))
+        out = warned.stdout + warned.stderr
+        assert "gpu-capacity-fit" in out and "advisory" in out
+        assert message[:120] in " ".join(out.split()), out[-4000:]
+    finally:
+        emulator.stop()
+        mirror.stop()
