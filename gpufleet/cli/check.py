@@ -92,6 +92,7 @@ def _print_blocked(console, blocked) -> None:
     from rich.text import Text
 
     from gpufleet.cli._console import on_terminal
+    from gpufleet.scheduling.blocked import RUNNING
 
     for label, text in (("why", blocked.summary), ("fix", blocked.fix)):
         line = f"  {label}: {text}"
@@ -99,6 +100,11 @@ def _print_blocked(console, blocked) -> None:
             line = textwrap.fill(text, width=max(console.width, 40), initial_indent=f"  {label}: ",
                                  subsequent_indent="       ", break_on_hyphens=False, break_long_words=False)
         console.print(Text(line), highlight=False, soft_wrap=True)
+    earlier = [b.workload for b in blocked.by if b.workload != RUNNING]
+    if blocked.by_order and earlier:
+        console.print(Text(f"  order: {len(earlier)} earlier workload(s) of these manifests got this capacity "
+                           "first; applied together, controllers create pods in bursts and a later Job or Pod may "
+                           "get there first (docs/capacity.md, Order)"), highlight=False, soft_wrap=True)
 
 
 def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, require_workloads: bool = True,

@@ -84,7 +84,7 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
                f"only in {w.key}; else {_capacity_fix(w, outcome, need)}")
     else:
         fix = _capacity_fix(w, outcome, need)
-    return Blocked(summary, fix, tuple(blockers))
+    return Blocked(summary, fix, tuple(blockers), by_order=True)
 
 
 def _elsewhere(other: PodShape, shape: PodShape, snap: Snapshot) -> bool:

@@ -29,6 +29,9 @@ class Blocked:
     summary: str
     fix: str
     by: tuple[Blocker, ...] = ()
+    by_order: bool = False
+    """Whether earlier workloads of the same manifests took the room: the verdict rests on manifest order, which
+    a live cluster's controllers, creating pods in bursts, need not keep (docs/capacity.md)."""
 
     def to_json(self) -> dict:
         return {"summary": self.summary, "fix": self.fix, "workloads": [b.to_json() for b in self.by]}
