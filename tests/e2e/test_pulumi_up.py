@@ -36,6 +36,8 @@ from tests.e2e.workloads import gpufleet, plan_documents
 
 #: Stacks whose full life (preview, up, change, up, destroy) runs here.
 UP_STACKS = ["dev"]
+#: Labels every kubelet sets on its node, which the stacks' nodes as KWOK makes them lack.
+KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 #: The limit the issue sets for a warm `pulumi up` of the dev stack on the test cluster.
 WARM_UP_LIMIT_S = 60
 
@@ -44,13 +46,21 @@ def secret_value(stack: str, key: str) -> str:
     return f"e2e-{stack}-{key}-7f3a9c"
 
 
-def plan_urns(plan_dir: Path) -> set[str]:
-    return {r["urn"] for r in json.loads((plan_dir / "plan.json").read_text())["resources"]}
+def type_and_name(urn: str) -> tuple[str, str]:
+    """(type, name) of a URN: the real engine's URNs carry the whole parent type chain, the plan's only the
+    parent's type, so resources are compared by type and name."""
+    _, _, types, name = urn.split("::", 3)
+    return types.split("$")[-1], name
 
 
-def preview_urns(preview: dict, op: str) -> set[str]:
+def planned_resources(plan_dir: Path) -> set[tuple[str, str]]:
+    return {(r["type"], r["name"]) for r in json.loads((plan_dir / "plan.json").read_text())["resources"]}
+
+
+def previewed(preview: dict, op: str) -> set[tuple[str, str]]:
     """The resources a preview plans to `op`, less the default providers the engine adds by itself."""
-    return {s["urn"] for s in preview.get("steps") or () if s.get("op") == op and "::default_" not in s["urn"]}
+    return {type_and_name(s["urn"]) for s in preview.get("steps") or ()
+            if s.get("op") == op and "::default_" not in s["urn"]}
 
 
 def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
@@ -65,6 +75,9 @@ def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], Ch
     planned = nodes_from_stack(stack, ROOT)
     create_nodes(api, planned)
     wait_nodes_ready(api, [n.name for n in planned])
+    for node in planned:  # the labels a kubelet puts on every node (charts select on them)
+        api.ok("PATCH", f"/api/v1/nodes/{node.name}", {"metadata": {"labels": KUBELET_LABELS}},
+               content_type="application/merge-patch+json")
     mirror = ChartMirror(archives, tmp_path / "mirror")
     emulator = CloudEmulator(cluster)
     engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url)
@@ -79,7 +92,10 @@ def live(kubectl, doc: dict) -> dict | None:
     if got.returncode != 0:
         assert "NotFound" in got.stderr or "not found" in got.stderr, got.stderr
         return None
-    return json.loads(got.stdout)
+    obj = json.loads(got.stdout)
+    if obj.get("kind") == "List":  # kubectl answers a file with a list, even of one object
+        return obj["items"][0] if obj["items"] else None
+    return obj
 
 
 def helm_values(cluster, tmp_path: Path, release: dict) -> dict | None:
@@ -124,7 +140,7 @@ def test_pulumi_up_creates_the_plan_applies_a_change_and_destroy_leaves_nothing(
     secrets = {k: secret_value(stack, k) for k in load_stack(stack, ROOT).config.secret_config_keys()}
     try:
         preview = engine.preview_json(stack)
-        assert preview_urns(preview, "create") == plan_urns(tmp_path / "plan")
+        assert previewed(preview, "create") == planned_resources(tmp_path / "plan")
 
         started = time.monotonic()
         up = engine("up", "--yes", "--skip-preview", "--stack", stack)
