@@ -84,8 +84,9 @@ def outcomes(state, table: Table, free: np.ndarray, claims: list,
                     matching = np.bincount(local[passing], minlength=k)
                     busy = 0 if alt.admin else np.bincount(local[passing & ~free], minlength=k)
                     feasible = (matching >= 1) & (busy == 0) & (matching <= CLAIM_LIMIT)
-                    if names:  # taking them may break a constraint: the filter's error
-                        unsure |= reached & feasible
+                    if names:  # taking them in order may break a constraint before a device in use (or the
+                        # claim limit) ends the attempt: the filter's error, wherever one device matches
+                        unsure |= reached & (matching >= 1)
                     alts.append(_Alt(passing, matching, feasible, np.zeros(k), feasible.astype(np.float64), names,
                                      True))
                     continue
