@@ -394,3 +394,19 @@ def test_model_that_fits_the_allocated_gpu_passes(tmp_path):
     code, out = check(tmp_path, docs)
     assert code == 0, out
     assert out["memoryBudget"] == []
+
+
+DIGEST_2030 = "f13dc863bd7ce105"
+
+
+def test_generated_cluster_where_a_later_all_subrequest_left_a_pod_falsely_pending():
+    # dra_scenarios seed 2030: train-0's template is "a device of one kind, else All of another"; the real
+    # kube-scheduler v1.34.5 scheduled train-0 in 3 of 3 runs, where gpufleet used to call it Pending.
+    from gpufleet.scheduling import check_workloads
+    from tests.scheduling.dra_scenarios import digest, scenario
+
+    s = scenario(2030)
+    assert digest(s) == DIGEST_2030, "dra_scenarios.py no longer makes this cluster"
+    result = check_workloads(s["nodes"], s["pods"], s["manifests"]).to_json()
+    pending = {u["workload"]: u["pending"] for u in result["unschedulable"] if u["reason"] == "pending"}
+    assert pending == {"Job/ml/infer-1": 1, "Pod/ml/eval-3": 1, "Deployment/ml/tune-4": 3}
