@@ -23,7 +23,7 @@ from components import gpu_operator as core_op
 from components import gpu_stack as core
 from components import mig_geometry as core_mig
 from components import sharing_config as core_sharing
-from gpufleet.capacity.stack import node_names, planned_resources
+from gpufleet.capacity.stack import advertised_resources, node_names
 from gpufleet.config.loading import NAMESPACE, STACK_NAME, load_stack, parse_sections
 from gpufleet.config.stack import StackConfig
 from gpufleet.errors import ConfigError, ConfigIssue, GpufleetError, InputError
@@ -79,7 +79,8 @@ class GpuStack(core.GpuStack):
     """Service address (IP or hostname) of each workload exposed through a LoadBalancer, by workload name."""
     capacity: pulumi.Output[dict[str, dict[str, int]]]
     ("The planned capacity summary: per node pool, the extended resources its nodes advertise in total "
-     "(e.g. `nvidia.com/gpu`, MIG slices, shared replicas), as `gpufleet plan` and `check` count them.")
+     "(e.g. `nvidia.com/gpu`, MIG slices, shared replicas), as `gpufleet plan` and `check` count them; none in a "
+     "DRA stack, whose GPUs are ResourceSlice devices.")
 
     def __init__(self, name: str, args: GpuStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
         cfg = stack_config(args)
@@ -243,7 +244,7 @@ def capacity_summary(cfg: StackConfig) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for pool in cfg.node_pools:
         nodes = len(node_names(pool))
-        out[pool.name] = {res: n * nodes for res, n in sorted(planned_resources(cfg, pool).items())}
+        out[pool.name] = {res: n * nodes for res, n in sorted(advertised_resources(cfg, pool).items())}
     return out
 
 

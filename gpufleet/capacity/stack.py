@@ -94,6 +94,12 @@ def _node_resources(pool: NodePool) -> tuple[dict[str, int], frozenset[str]]:
     return out, frozenset(unknown)
 
 
+def advertised_resources(cfg: StackConfig, pool: NodePool) -> dict[str, int]:
+    """Extended resources one node of the pool advertises once the stack applies: none in a DRA stack (no
+    device plugin runs; its GPUs are devices in the DRA driver's ResourceSlices), else `planned_resources`."""
+    return {} if cfg.uses_dra() else planned_resources(cfg, pool)
+
+
 def node_names(pool: NodePool) -> list[str]:
     """Listed node names, or `<pool>-0 .. <pool>-<count-1>` for planned pools."""
     return list(pool.nodes) or [f"{pool.name}-{i}" for i in range(pool.node_count())]
@@ -104,7 +110,7 @@ def capacity_from_stack(cfg: StackConfig) -> list[Node]:
     nodes = []
     for pool in cfg.node_pools:
         base, unknown = _node_resources(pool)
-        allocatable = {**base, **({} if cfg.uses_dra() else planned_resources(cfg, pool))}
+        allocatable = {**base, **advertised_resources(cfg, pool)}
         taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
         for name in node_names(pool):
             nodes.append(Node(name=name, labels=_labels(cfg, pool, name), taints=taints, allocatable=dict(allocatable),

@@ -259,6 +259,18 @@ def test_construct_registers_what_plan_registers(plugin, engine, stack):
     cfg = loaded.config
     assert set(state["namespaces"]) >= set(cfg.namespace_names())
     assert set(state["capacity"]) == {p.name for p in cfg.node_pools}
+    # What the pools advertise in total is what check's planned nodes advertise (none in a DRA stack).
+    from gpufleet.capacity.stack import capacity_from_stack, node_names
+
+    for pool in cfg.node_pools:
+        names = set(node_names(pool))
+        summed: dict[str, int] = {}
+        for node in capacity_from_stack(cfg):
+            if node.name in names:
+                for res, n in node.allocatable.items():
+                    if "/" in res:
+                        summed[res] = summed.get(res, 0) + int(n)
+        assert state["capacity"][pool.name] == summed, pool.name
 
 
 def test_construct_outputs_for_dev(plugin, engine):
