@@ -100,9 +100,9 @@ def _print_blocked(console, blocked) -> None:
             line = textwrap.fill(text, width=max(console.width, 40), initial_indent=f"  {label}: ",
                                  subsequent_indent="       ", break_on_hyphens=False, break_long_words=False)
         console.print(Text(line), highlight=False, soft_wrap=True)
-    earlier = [b.workload for b in blocked.by if b.workload != RUNNING]
-    if blocked.by_order and earlier:
-        console.print(Text(f"  order: {len(earlier)} earlier workload(s) of these manifests got this capacity "
+    if blocked.by_order:
+        earlier = sum(1 for b in blocked.by if b.workload != RUNNING)
+        console.print(Text(f"  order: {earlier} earlier workload(s) of these manifests got this capacity "
                            "first; applied together, controllers create pods in bursts and a later Job or Pod may "
                            "get there first (docs/capacity.md, Order)"), highlight=False, soft_wrap=True)
 

@@ -47,14 +47,9 @@ def render_file_path(parts: list[Any]) -> str:
     return out or "(document)"
 
 
-def read_stack_document(path: Path) -> dict[str, Any]:
-    """The stack file as plain data. Raises InputError (unreadable, not UTF-8, not YAML) or ConfigError
-    (empty, not a mapping, duplicate keys)."""
-    return read_stack_nodes(path)[0]
-
-
 def read_stack_nodes(path: Path) -> tuple[dict[str, Any], yaml.MappingNode]:
-    """The stack file as plain data and as YAML nodes (which know their lines), as read_stack_document."""
+    """The stack file as plain data and as YAML nodes (which know their lines). Raises InputError
+    (unreadable, not UTF-8, not YAML) or ConfigError (empty, not a mapping, duplicate keys)."""
     name = path.name
     try:
         raw = path.read_bytes()

@@ -100,7 +100,6 @@ OPERATING_SYSTEMS: tuple[NodeOs, ...] = (
            "supported"),
     NodeOs("ubuntu", "Ubuntu", r"^Ubuntu\b", ("ubuntu",), "supported"),
 )
-_BY_KEY = {o.key: o for o in OPERATING_SYSTEMS}
 
 
 def node_os(os_image: str, labels: dict[str, str]) -> NodeOs | None:
@@ -115,10 +114,6 @@ def os_named(labels: dict[str, str]) -> NodeOs | None:
     """The OS a set of labels names (a node's, or a node selector's)."""
     named = {str(labels.get(NFD_OS_LABEL) or "").lower(), str(labels.get(GKE_OS_LABEL) or "").lower()} - {""}
     return next((o for o in OPERATING_SYSTEMS if named & set(o.os_release_ids)), None)
-
-
-def os_by_key(key: str) -> NodeOs:
-    return _BY_KEY[key]
 
 
 def gke_device_plugin_runs(labels: dict[str, str]) -> bool:

@@ -177,9 +177,7 @@ def fake_helm(tmp_path: Path, wrong: dict[str, str] | None = None) -> tuple[Path
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOME": str(Path(args[-1]).parent)}
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
 
 
 def test_make_upstream_charts_pulls_each_pinned_version_and_takes_the_values_from_the_archives(tmp_path):
