@@ -41,6 +41,16 @@ def pulumi_bin() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def linked_checkout(target: Path) -> Path:
+    """`target`: the repository's files linked in, less its stack files (a test copies those it needs)."""
+    target.mkdir(parents=True)
+    for entry in ROOT.iterdir():
+        if entry.name in NOT_LINKED or (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
+            continue
+        (target / entry.name).symlink_to(entry)
+    return target
+
+
 def kubeconfig_with_context(source: Path, target: Path, context: str | None) -> Path:
     """A copy of the cluster's kubeconfig whose current context is called `context` (the stack's name for it)."""
     doc = yaml.safe_load(source.read_text())
@@ -57,12 +67,7 @@ class Engine:
 
     def __init__(self, bins: Path, work: Path, cluster: Cluster, mirror: str | None = None):
         self.bins, self.work, self.cluster = bins, work, cluster
-        self.project = work / "project"
-        self.project.mkdir(parents=True)
-        for entry in ROOT.iterdir():
-            if entry.name in NOT_LINKED or (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
-                continue
-            (self.project / entry.name).symlink_to(entry)
+        self.project = linked_checkout(work / "project")
         self.state = work / "state"
         self.state.mkdir()
         self.env = {

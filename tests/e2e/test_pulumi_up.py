@@ -11,7 +11,9 @@ a passphrase secrets provider, as a user deploys a stack:
 - a token set with `pulumi config set --secret` is in plain text nowhere: not in the state, the outputs, the
   preview or the update's output;
 - `pulumi preview --policy-pack policies` refuses the `greed` stack with the policy's own message, and the
-  same policy set to advisory is printed as a warning and refuses nothing.
+  same policy set to advisory is printed as a warning and refuses nothing;
+- the pull-request workflow's preview step (scripts/stack-preview) shows a reviewer the change through the
+  real `pulumi preview --diff` where the CLI is on PATH, through the offline plan diff where it is not.
 
 The Helm charts come from the pinned upstream archives (tests/upstream_files.py; skipped when absent), served
 as a Helm repository on loopback through GPUFLEET_CHART_MIRROR.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from pathlib import Path
 
@@ -32,7 +35,8 @@ from gpufleet.config.loading import load_stack
 from tests.e2e.cluster import ROOT
 from tests.e2e.conftest import kubectl_runner
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
-from tests.e2e.pulumi_engine import ChartMirror, CloudEmulator, Engine, contains, pulumi_bin, wait_until
+from tests.e2e.pulumi_engine import (ChartMirror, CloudEmulator, Engine, contains, linked_checkout,
+                                     pulumi_bin, wait_until)
 from tests.e2e.workloads import gpufleet, plan_documents
 
 #: Stacks whose full life (preview, up, change, up, destroy) runs here. Not dra: its pods wait for GPUs that a
@@ -224,6 +228,57 @@ def test_policy_pack_refuses_greed_in_the_real_engine_and_advisory_prints_a_warn
         out = warned.stdout + warned.stderr
         assert "gpu-capacity-fit" in out and "advisory" in out
         assert message[:120] in " ".join(out.split()), out[-4000:]
+    finally:
+        emulator.stop()
+        mirror.stop()
+
+
+def stack_preview(engine: Engine, base: Path, stack: str, out: Path, path: str) -> tuple[int, str, str]:
+    """scripts/stack-preview as the workflow's step runs it, with `path` as PATH; (exit, comment, stderr)."""
+    import subprocess
+    import sys
+
+    env = {**engine.env, "PATH": path}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "stack-preview"), "--stack", stack,
+                           "--base", str(base), "--head", str(engine.project), "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=900)
+    return done.returncode, out.read_text() if out.exists() else "", done.stderr
+
+
+def test_pr_preview_step_shows_the_change_through_pulumi_with_the_cli_and_offline_without(new_cluster,
+                                                                                           tmp_path):
+    stack = "dev"
+    cluster = new_cluster()
+    engine, _, mirror, emulator = prepare(stack, tmp_path, cluster)
+    secrets = {k: secret_value(stack, k) for k in load_stack(stack, ROOT).config.secret_config_keys()}
+    assert secrets, "the dev stack has a secret to keep out of both previews"
+    try:
+        engine("up", "--yes", "--skip-preview", "--stack", stack)
+        base = linked_checkout(tmp_path / "base")  # the pull request's base: the stack as deployed
+        (base / f"Pulumi.{stack}.yaml").write_text(engine.stack_file(stack).read_text())
+        deployed = yaml.safe_load(engine.stack_file(stack).read_text())
+        before = deployed["config"]["gpufleet:workloads"][0]["image"]
+        name, image = bump_first_image(engine.stack_file(stack))  # the head changes one workload's image
+        with_cli = f"{engine.bins}{os.pathsep}{os.environ.get('PATH', '')}"
+        without_cli = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                      if d and not (Path(d) / "pulumi").exists())
+
+        code, real, err = stack_preview(engine, base, stack, tmp_path / "real.md", with_cli)
+        assert code == 0, real + err
+        assert f"`pulumi preview --diff` of stack `{stack}`" in real and "Offline" not in real
+        # The resource, the field, the old and the new value; the one change counted.
+        assert f"-{name}-deployment" in real and f'~ image: "{before}" => "{image}"' in real, real
+        assert "~ 1 to update" in real, real
+
+        code, offline, err = stack_preview(engine, base, stack, tmp_path / "offline.md", without_cli)
+        assert code == 0, offline + err
+        assert "Offline plan diff" in offline and "no Pulumi CLI on PATH" in offline
+        assert f"-{name}-deployment" in offline, offline
+        row = f'| `spec.template.spec.containers[0].image` | `"{before}"` | `"{image}"` |'
+        assert row in offline, offline
+
+        for value in secrets.values():
+            assert value not in real and value not in offline
     finally:
         emulator.stop()
         mirror.stop()
