@@ -8,6 +8,9 @@ Sources:
   `pci-10de.present` (`deviceLabelFields: [vendor]`).
 - dra-driver-nvidia-gpu 0.4.1: values.yaml `kubeletPlugin.affinity` (five terms) and
   `kubeletPlugin.nodeSelector`; the chart installs no NFD.
+
+And the tolerations those pods get where the values set none: each chart's default list, from the same
+values.yaml files (gpufleet.render.tolerations adds the pool taints to them; a test compares them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,15 @@ NFD_3D_CONTROLLER = "feature.node.kubernetes.io/pci-0302_10de.present"
 NFD_VGA = "feature.node.kubernetes.io/pci-0300_10de.present"
 NFD_TEGRA = "feature.node.kubernetes.io/cpu-model.vendor_id"
 GPU_PRESENT = "nvidia.com/gpu.present"
+
+_GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+#: gpu-operator v26.7.0 `daemonsets.tolerations`: what the operator gives every operand DaemonSet (driver,
+#: toolkit, device plugin, GFD, DCGM exporter, validator, mig-manager; DRA kubelet plugin under a GPUCluster).
+OPERATOR_DAEMONSET_TOLERATIONS = (_GPU_TOLERATION,)
+#: nvidia-device-plugin 0.20.0 `tolerations` (the plugin, GFD and MPS control daemon DaemonSets).
+DEVICE_PLUGIN_TOLERATIONS = ({"key": "CriticalAddonsOnly", "operator": "Exists"}, _GPU_TOLERATION)
+#: dra-driver-nvidia-gpu 0.4.1 `kubeletPlugin.tolerations` (the DaemonSet on GPU nodes).
+DRA_KUBELET_PLUGIN_TOLERATIONS = (_GPU_TOLERATION,)
 
 Term = tuple[tuple[str, str], ...]  # one nodeSelectorTerm of single-value `In` expressions
 OPERATOR_GPU_NODE_LABELS: tuple[Term, ...] = (((NFD_VENDOR, "true"),), ((NFD_3D_CONTROLLER, "true"),),

@@ -15,31 +15,28 @@ from typing import Any
 
 from gpufleet.config.node_pools import Taint
 from gpufleet.config.stack import StackConfig
+from gpufleet.nvidia import stack_placement as placement
 from gpufleet.taints import tolerates_taint
 
 #: Only these effects keep a pod off a node (PreferNoSchedule only lowers the node's score).
 FILTERING_EFFECTS = ("NoSchedule", "NoExecute")
 
-_GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-#: gpu-operator v26.7.0 values.yaml `daemonsets.tolerations`: the ClusterPolicy's (and GPUCluster's and
-#: NVIDIADriver's) `daemonsets.tolerations`, which the operator gives every operand DaemonSet (driver,
-#: toolkit, device plugin, GFD, DCGM exporter, validator, mig-manager; DRA kubelet plugin under a GPUCluster).
-OPERATOR_DAEMONSETS = (_GPU,)
+_GPU = placement.OPERATOR_DAEMONSET_TOLERATIONS[0]
+#: The operator's operand DaemonSets, the device plugin chart's DaemonSets and the DRA kubelet plugin: the
+#: charts' defaults, kept with where those pods go (gpufleet.nvidia.stack_placement).
+OPERATOR_DAEMONSETS = placement.OPERATOR_DAEMONSET_TOLERATIONS
+DEVICE_PLUGIN = placement.DEVICE_PLUGIN_TOLERATIONS
+DRA_KUBELET_PLUGIN = placement.DRA_KUBELET_PLUGIN_TOLERATIONS
 #: gpu-operator v26.7.0 values.yaml `node-feature-discovery.worker.tolerations` (the NFD subchart's worker).
 OPERATOR_NFD_WORKER = (
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
     _GPU,
 )
-#: nvidia-device-plugin 0.20.0 values.yaml `tolerations` (the plugin, GFD and MPS control daemon DaemonSets).
-DEVICE_PLUGIN = ({"key": "CriticalAddonsOnly", "operator": "Exists"}, _GPU)
 #: nvidia-device-plugin 0.20.0 values.yaml `nfd.worker.tolerations` (the NFD subchart's worker).
 DEVICE_PLUGIN_NFD_WORKER = (
     {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
     {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
 )
-#: dra-driver-nvidia-gpu 0.4.1 values.yaml `kubeletPlugin.tolerations` (the DaemonSet on GPU nodes; the
-#: controller and webhook Deployments prefer the control plane and need no GPU node).
-DRA_KUBELET_PLUGIN = (_GPU,)
 #: gpufleet's standalone mig-manager (gpufleet.render.mig_manager), as the operator's mig-manager operand.
 MIG_MANAGER = (_GPU,)
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 
 from gpufleet.nvidia import node_platforms as facts
 from gpufleet.nvidia import stack_placement as placement
+from gpufleet.taints import tolerates_any
 from gpufleet.validation.gpu_requests import is_list
 from gpufleet.validation.node_platform import (
     DEVICE_PLUGIN, ERROR, OPERATOR, WARNING, Finding, NodeFacts, Release, grouped_by, host_driver_evidence,
@@ -140,9 +141,11 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     gpu_keys = sorted(k for k in keys if _GPU_LABEL.match(k))
     placed = [n for n in gpu if selects(spec, n)]
     if placed or not gpu_keys:
-        return [*_plugin_runtime_class(subject, spec, placed), *_driver_daemonset(subject, spec, placed)]
-    if families and any(selects(spec, _Labelled(n, _to_write(spec, families))) for n in gpu):
-        return []  # the stack checked with it writes those labels once it runs
+        return [*(_untolerated_taints(subject, spec, placed) if gpu_keys else []),
+                *_plugin_runtime_class(subject, spec, placed), *_driver_daemonset(subject, spec, placed)]
+    labelled = [n for n in gpu if families and selects(spec, _Labelled(n, _to_write(spec, families)))]
+    if labelled:  # the stack checked with it writes those labels once it runs
+        return _untolerated_taints(subject, spec, labelled)
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
     problems = []
     for k in gpu_keys:
@@ -157,6 +160,36 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
         "them, not even a Pending one, so the nodes advertise no GPU (or publish no ResourceSlice) and "
         "every GPU pod aimed at them stays Pending. Expected the labels written on the GPU nodes (run what "
         "writes them), or a selector the nodes match."))]
+
+
+#: Taints the DaemonSet controller tolerates on every DaemonSet pod itself (AddOrUpdateDaemonPodTolerations,
+#: k8s.io/kubernetes v1.34 pkg/controller/daemon/util): the node-condition taints and cordoning.
+_DAEMON_TOLERATED = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+                               "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
+                               "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
+                               "node.kubernetes.io/network-unavailable"})
+_FILTERING = ("NoSchedule", "NoExecute")
+
+
+def _untolerated_taints(subject: str, spec: Mapping, placed: list) -> list[Finding]:
+    """A GPU DaemonSet whose selector matches GPU nodes that carry a NoSchedule or NoExecute taint its pods do
+    not tolerate: the DaemonSet controller leaves those nodes out (no pod, not even a Pending one)."""
+    tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)] \
+        if is_list(spec.get("tolerations") or []) else []
+    missed: dict[str, list] = {}
+    for n in placed:
+        for t in getattr(n, "taints", ()) or ():
+            if t.effect in _FILTERING and t.key not in _DAEMON_TOLERATED \
+                    and not tolerates_any(tolerations, t.key, t.value, t.effect):
+                missed.setdefault(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}",
+                                  []).append(n)
+    return [Finding(ERROR, subject, (
+        f"does not tolerate the taint {taint} of GPU node(s) {names(nodes)}, which its selector matches: "
+        "the DaemonSet controller creates no pod on them, not even a Pending one, so those nodes advertise "
+        "no GPU (or publish no ResourceSlice) and every GPU pod aimed at them stays Pending. Expected a "
+        f"toleration of {taint} in its tolerations (for a gpufleet stack: the taint in the node pool's "
+        "taints, and gpufleet adds it to the GPU stack's tolerations), or the taint off those nodes."))
+        for taint, nodes in sorted(missed.items())]
 
 
 _DRIVER_IMAGE = re.compile(r"(^|/)nvidia/driver[:@]")
@@ -215,12 +248,22 @@ def release_placement(release: Release) -> dict | None:
     chart's defaults (gpufleet.nvidia.stack_placement) or the values that override them. The operator finds
     GPU nodes by NFD's PCI labels before it deploys anything there."""
     if release.chart == OPERATOR:
-        return {"affinity": placement.as_affinity(placement.OPERATOR_GPU_NODE_LABELS)}
-    base = "" if release.chart == DEVICE_PLUGIN else "kubeletPlugin."
-    default = (placement.DEVICE_PLUGIN_AFFINITY if release.chart == DEVICE_PLUGIN
-               else placement.DRA_KUBELET_PLUGIN_AFFINITY)
+        return {"affinity": placement.as_affinity(placement.OPERATOR_GPU_NODE_LABELS),
+                "tolerations": _tolerations(release, "daemonsets.", placement.OPERATOR_DAEMONSET_TOLERATIONS)}
+    plugin = release.chart == DEVICE_PLUGIN
+    base = "" if plugin else "kubeletPlugin."
+    default = placement.DEVICE_PLUGIN_AFFINITY if plugin else placement.DRA_KUBELET_PLUGIN_AFFINITY
     affinity, selector = release.value(base + "affinity"), release.value(base + "nodeSelector")
     if not isinstance(affinity, Mapping) or not affinity:
         affinity = placement.as_affinity(default)
     return {"affinity": affinity,
-            "nodeSelector": selector if isinstance(selector, Mapping) else {}}
+            "nodeSelector": selector if isinstance(selector, Mapping) else {},
+            "tolerations": _tolerations(release, base, placement.DEVICE_PLUGIN_TOLERATIONS if plugin
+                                        else placement.DRA_KUBELET_PLUGIN_TOLERATIONS)}
+
+
+def _tolerations(release: Release, base: str, default: tuple) -> list:
+    """The tolerations the release's node pods get: its values' list (which replaces the chart's), else the
+    chart's default."""
+    given = release.value(base + "tolerations")
+    return list(given) if is_list(given) else [dict(t) for t in default]

