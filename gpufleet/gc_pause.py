@@ -14,13 +14,19 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(*, freeze: bool = False) -> Iterator[None]:
     """The block (or, as a decorator, the function) runs without cyclic collections; the collector is
-    switched back on after it when it was on before."""
+    switched back on after it when it was on before.
+
+    Switched back on, the collector's first collection walks every object the block made. With `freeze`,
+    those objects are first moved out of its generations (`gc.freeze`): for what lives as long as the
+    process, such as imported modules, which no collection could free."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()

@@ -7,7 +7,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from gpufleet.gc_pause import collector_paused
 
-with collector_paused():  # numpy and the engine's modules: many objects, no garbage
+with collector_paused(freeze=True):  # numpy and the engine's modules: many objects, no garbage
     from gpufleet.scheduling.engine import check_workloads
     from gpufleet.scheduling.manifests import PodWorkload, load_manifests, workloads_of
     from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning

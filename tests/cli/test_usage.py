@@ -194,3 +194,16 @@ def test_usage_line_says_how_many_arguments_a_command_takes(command):
     assert first == USAGE.get(command, first)
     if command == "memory":
         assert first.startswith("Usage: gpufleet memory [OPTIONS] MODEL"), first
+
+
+def test_the_collector_runs_again_once_a_command_is_loaded():
+    """Imports run with the cyclic collector paused (start-up speed); the command itself runs with it on, so a
+    long check still frees cycles, and objects it makes are collected."""
+    code = ("import gc, sys\n"
+            "import gpufleet.cli as cli\n"
+            "print(gc.isenabled(), file=sys.stderr)\n"
+            "cli.load_command('check')\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert result.stderr.split() == ["True", "True", "True"], result.stderr
