@@ -38,6 +38,7 @@ from tests.conftest import SHIPPED_STACKS
 from tests.e2e.cluster import ROOT, Api, ClusterError
 from tests.e2e.conftest import kubectl_runner
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
+from tests.e2e.test_rendered_accepted import install_release
 from tests.e2e.workloads import check_json, ensure_namespaces, helm, plan_documents
 
 MPS_CAPABLE = "nvidia.com/mps.capable"
@@ -140,9 +141,7 @@ def land(stack: str, new_cluster, tmp_path: Path, hand_taints: dict[str, Taint] 
             continue
         values = tmp_path / f"{release['name']}-values.yaml"
         values.write_text(yaml.safe_dump(release.get("values") or {}, sort_keys=False))
-        installed = helm(cluster, tmp_path, "install", release["name"], str(archives[release["name"]]),
-                         "--namespace", release["namespace"], "--values", str(values), "--no-hooks")
-        assert installed.returncode == 0, installed.stderr
+        install_release(cluster, tmp_path, release, archives[release["name"]], values)
         manifest = helm(cluster, tmp_path, "get", "manifest", release["name"],
                         "--namespace", release["namespace"])
         daemonsets += [d for d in yaml.safe_load_all(manifest.stdout) if d and d["kind"] == "DaemonSet"

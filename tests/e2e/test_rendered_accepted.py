@@ -1,11 +1,14 @@
 """Rendered output accepted by a real API server: for every shipped stack that targets a plain cluster, its
 planned nodes exist (as KWOK nodes), the plan's manifests are applied server-side with kubectl, and each
 planned Helm release is installed with the real helm from the real upstream chart (CRDs included) with the
-values gpufleet planned. Everything must be accepted, and every warning accounted for."""
+values gpufleet planned. The same for what `gpufleet charts` writes: the stack's own chart and the NVIDIA
+releases with the generated values files, installed with the real helm. Everything must be accepted, and
+every warning accounted for."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,7 +17,7 @@ from tests.conftest import SHIPPED_STACKS
 from tests.e2e.cluster import ROOT
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.conftest import kubectl_runner
-from tests.e2e.workloads import helm, plan_documents
+from tests.e2e.workloads import gpufleet, helm, plan_documents
 
 #: Warnings the API server or helm may give on these stacks, each with why it is expected (none yet).
 ACCOUNTED_WARNINGS: dict[str, str] = {}
@@ -58,19 +61,62 @@ def test_plan_manifests_and_releases_are_accepted(stack, new_cluster, tmp_path):
     for release in releases:
         values = tmp_path / f"{release['name']}-values.yaml"
         values.write_text(yaml.safe_dump(release.get("values") or {}, sort_keys=False))
-        # Hooks (the operator's CRD-upgrade Job) would wait for pods to complete, which KWOK's pods here never
-        # do: the release is installed without running them, and its hooks are sent to the API server as a
-        # server-side dry run, so that they too must be accepted.
-        installed = helm(cluster, tmp_path, "install", release["name"], str(archives[release["name"]]),
-                         "--namespace", release["namespace"], "--values", str(values), "--no-hooks")
-        assert installed.returncode == 0, installed.stderr
-        warnings += warnings_in(installed.stderr)
-        hooks = helm(cluster, tmp_path, "get", "hooks", release["name"], "--namespace", release["namespace"])
-        assert hooks.returncode == 0, hooks.stderr
-        if hooks.stdout.strip():
-            dry = kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=hooks.stdout)
-            assert dry.returncode == 0, dry.stderr
-            warnings += warnings_in(dry.stderr)
+        warnings += install_release(cluster, tmp_path, release, archives[release["name"]], values)
+
+    assert unaccounted(warnings) == []
+
+
+def install_release(cluster, tmp_path: Path, release: dict, chart: Path, values: Path) -> list[str]:
+    """`helm install` of a planned release (name, namespace) from `chart` with `values`; its warnings.
+    Hooks (the operator's CRD-upgrade Job) would wait for pods to complete, which KWOK's pods here never do:
+    the release is installed without running them, and its hooks are sent to the API server as a server-side
+    dry run, so that they too must be accepted."""
+    name, namespace = release["name"], release["namespace"]
+    installed = helm(cluster, tmp_path, "install", name, str(chart), "--namespace", namespace,
+                     "--values", str(values), "--no-hooks")
+    assert installed.returncode == 0, installed.stderr
+    warnings = warnings_in(installed.stderr)
+    hooks = helm(cluster, tmp_path, "get", "hooks", name, "--namespace", namespace)
+    assert hooks.returncode == 0, hooks.stderr
+    if hooks.stdout.strip():
+        dry = kubectl_runner(cluster)("apply", "--server-side", "--dry-run=server", "-f", "-",
+                                      input=hooks.stdout)
+        assert dry.returncode == 0, dry.stderr
+        warnings += warnings_in(dry.stderr)
+    return warnings
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_generated_charts_install_with_helm(stack, new_cluster, tmp_path):
+    """What `gpufleet charts` writes, installed as its GitOps files order it: the stack's own chart first
+    (sync wave 0; Flux's dependsOn), then each NVIDIA release from the pinned upstream chart with the
+    generated values file. Plain helm keeps a release's record in its namespace, which for the stack's chart
+    is one the chart itself creates: it is installed as a release of `default` (its objects name their
+    namespaces, so where the record lives changes nothing else). The Argo CD Applications and Flux
+    HelmReleases themselves are custom resources of controllers this cluster does not run."""
+    from upstream_files import chart_archive
+
+    out = tmp_path / "charts"
+    done = gpufleet("charts", "--stack", stack, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    releases = [d for d in plan_documents(stack, tmp_path / "plan") if d.get("kind") == "HelmRelease"]
+    archives = {r["name"]: chart_archive(r["chart"], r["version"]) for r in releases}  # skips when absent
+
+    cluster = new_cluster()
+    planned = nodes_from_stack(stack, ROOT)
+    create_nodes(cluster.api(), planned)
+    wait_nodes_ready(cluster.api(), [n.name for n in planned])
+
+    own = helm(cluster, tmp_path, "install", f"gpufleet-{stack}", str(out / f"gpufleet-{stack}"),
+               "--namespace", "default")
+    assert own.returncode == 0, own.stderr
+    warnings = warnings_in(own.stderr)
+    listed = helm(cluster, tmp_path, "get", "manifest", f"gpufleet-{stack}", "--namespace", "default")
+    assert [d for d in yaml.safe_load_all(listed.stdout) if d], "the stack's chart installed nothing"
+    assert sorted(p.stem for p in (out / "values").glob("*.yaml")) == sorted(archives)
+    for release in releases:
+        values = out / "values" / f"{release['name']}.yaml"
+        warnings += install_release(cluster, tmp_path, release, archives[release["name"]], values)
 
     assert unaccounted(warnings) == []
 
