@@ -11,29 +11,21 @@ import json
 import pytest
 import yaml
 
-from gpufleet.capacity.stack import planned_resource_slices
 from gpufleet.config.loading import load_stack
-from gpufleet.nvidia import versions
 from tests.e2e.cluster import ROOT
+from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.workloads import (check_json, collection, ensure_namespaces, outcome, plan_documents, settle,
                                  workload_key)
 from tests.scheduling.oracle_fleets import pod_count
 
 RESULTS = ROOT / "build" / "e2e" / "dra.json"
-DRA_API = ("--api-versions", "resource.k8s.io/v1/DeviceClass", "--api-versions", "resource.k8s.io/v1")
 
 
 @pytest.fixture(scope="module")
 def device_classes(tmp_path_factory) -> list[dict]:
     """The DeviceClasses of the DRA driver chart gpufleet pins, as `helm template` renders them."""
-    from tests.upstream.upstream_charts import chart_archive, helm_template
-
-    archive = chart_archive(versions.DRA_DRIVER_CHART, versions.DRA_DRIVER_VERSION)  # skips when absent
-    values = {"gpuResourcesEnabledOverride": True}  # the chart refuses GPUs beside a device plugin otherwise
-    objects = helm_template(archive, "dra", "nvidia-dra-driver-gpu", values, tmp_path_factory.mktemp("dra"),
-                            *DRA_API)
-    return [o for o in objects if o["kind"] == "DeviceClass"]
+    return driver_device_classes(tmp_path_factory.mktemp("dra"))
 
 
 def test_claims_are_allocated_and_pending_matches_check(cluster, device_classes, tmp_path):
@@ -42,8 +34,7 @@ def test_claims_are_allocated_and_pending_matches_check(cluster, device_classes,
     nodes = nodes_from_stack("dra", ROOT)
     create_nodes(api, nodes)
     wait_nodes_ready(api, [n.name for n in nodes])
-    for obj in [*device_classes, *planned_resource_slices(cfg)]:
-        api.ok("POST", collection(obj["kind"], None), obj)
+    publish_driver_devices(api, device_classes, cfg)
 
     docs = [d for d in plan_documents("dra", tmp_path / "plan") if d.get("kind") != "HelmRelease"]
     manifests = tmp_path / "manifests.yaml"

@@ -34,14 +34,15 @@ from gpufleet.capacity.model import Node
 from gpufleet.config.loading import load_stack
 from tests.e2e.cluster import ROOT
 from tests.e2e.conftest import kubectl_runner
+from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.pulumi_engine import (ChartMirror, CloudEmulator, Engine, contains, linked_checkout,
                                      pulumi_bin, wait_until)
 from tests.e2e.workloads import gpufleet, plan_documents
 
-#: Stacks whose full life (preview, up, change, up, destroy) runs here. Not dra: its pods wait for GPUs that a
-#: DRA driver publishes as ResourceSlices, and no driver runs on KWOK nodes, so `up` would wait for them forever.
-UP_STACKS = ["dev", "mig", "k3s", "multi", "llm"]
+#: Stacks whose full life (preview, up, change, up, destroy) runs here. For dra the test publishes what
+#: NVIDIA's DRA driver would (no driver runs on KWOK nodes), so that its claims allocate and its pods start.
+UP_STACKS = ["dev", "mig", "k3s", "multi", "dra", "llm"]
 #: Labels every kubelet sets on its node, which the stacks' nodes as KWOK makes them lack.
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 #: The limit the issue sets for a warm `pulumi up` of the dev stack on the test cluster.
@@ -70,7 +71,8 @@ def previewed(preview: dict, op: str) -> set[tuple[str, str]]:
 
 
 def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
-    """The cluster's nodes, the chart mirror, the cloud emulator and an engine with the stack initialised."""
+    """The cluster's nodes (for a DRA stack with the driver's devices), the chart mirror, the cloud emulator
+    and an engine with the stack initialised."""
     from upstream_files import chart_archive
 
     docs = plan_documents(stack, tmp_path / "plan")
@@ -86,10 +88,12 @@ def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], Ch
     for node in planned:  # the labels a kubelet puts on every node (charts select on them)
         api.ok("PATCH", f"/api/v1/nodes/{node.name}", {"metadata": {"labels": KUBELET_LABELS}},
                content_type="application/merge-patch+json")
+    loaded = load_stack(stack, ROOT)
+    if loaded.config.uses_dra():  # the driver's DeviceClasses and the slices it publishes for these nodes
+        publish_driver_devices(api, driver_device_classes(tmp_path / "dra-driver"), loaded.config)
     mirror = ChartMirror(archives, tmp_path / "mirror")
     emulator = CloudEmulator(cluster)
     engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url)
-    loaded = load_stack(stack, ROOT)
     engine.use_context(loaded.config.cluster.context)
     engine.init(stack, {k: secret_value(stack, k) for k in loaded.config.secret_config_keys()})
     return engine, docs, mirror, emulator
@@ -130,6 +134,28 @@ def assert_cluster_holds(cluster, kubectl, tmp_path: Path, docs: list[dict], sec
             assert values & set(secrets.values()), "the secret's value is not the token set with --secret"
 
 
+def assert_claims_allocated(cluster, docs: list[dict]) -> None:
+    """The plan's Deployments that claim GPUs have every replica ready, and each running pod that claims
+    GPUs has its claims allocated (the scheduler found the devices the driver publishes)."""
+    api = cluster.api()
+    for d in docs:
+        if d.get("kind") == "Deployment" and d["spec"]["template"]["spec"].get("resourceClaims"):
+            meta = d["metadata"]
+            path = f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}"
+            status = api.ok("GET", path)["status"]
+            assert status.get("readyReplicas") == d["spec"].get("replicas", 1), (meta["name"], status)
+    claims = api.ok("GET", "/apis/resource.k8s.io/v1/resourceclaims")["items"]
+    allocated = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in claims
+                 if c.get("status", {}).get("allocation")}
+    running = [p for p in api.ok("GET", "/api/v1/pods")["items"]
+               if p["spec"].get("resourceClaims") and p.get("status", {}).get("phase") == "Running"]
+    assert running, "no pod that claims GPUs runs: the test would prove nothing"
+    for pod in running:
+        names = [st["resourceClaimName"] for st in pod.get("status", {}).get("resourceClaimStatuses") or ()]
+        names += [c["resourceClaimName"] for c in pod["spec"]["resourceClaims"] if c.get("resourceClaimName")]
+        assert names and all((pod["metadata"]["namespace"], n) in allocated for n in names), pod["metadata"]
+
+
 def bump_first_image(stack_file: Path) -> tuple[str, str]:
     """Change the image tag of the stack's first workload; return (workload name, new image)."""
     doc = yaml.safe_load(stack_file.read_text())
@@ -154,6 +180,8 @@ def test_pulumi_up_creates_the_plan_applies_a_change_and_destroy_leaves_nothing(
         up = engine("up", "--yes", "--skip-preview", "--stack", stack)
         first_up_s = time.monotonic() - started
         assert_cluster_holds(cluster, kubectl, tmp_path, docs, secrets)
+        if load_stack(stack, ROOT).config.uses_dra():
+            assert_claims_allocated(cluster, docs)
 
         # Nothing secret in plain text: the state, the outputs, what preview and up printed.
         state_text = "".join(p.read_text(errors="replace") for p in engine.state.rglob("*") if p.is_file())
