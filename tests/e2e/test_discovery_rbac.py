@@ -2,11 +2,13 @@
 only to deploy/rbac/'s ClusterRole, reads the same capacity model as `discover --nodes --pods` reads from
 the kubectl JSON of the same objects; and without any one of the role's resource rules it answers as
 docs/discovery.md documents: the 403 line for nodes, pods and DRA objects, a warning for what admission
-reads."""
+reads. `gpufleet check` on the live cluster, as the same ServiceAccount, gives the verdicts `check` gives on
+the kubectl files of the same objects (nodes, pods, quotas with their usage, LimitRanges, PriorityClasses)."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import yaml
 
 from tests.e2e.cluster import ROOT, write_kubeconfig
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_file, wait_nodes_ready
-from tests.e2e.workloads import create_running_pods, ensure_namespaces, gpufleet
+from tests.e2e.workloads import check_json, create_running_pods, ensure_namespaces, gpufleet
 
 ROLE_FILE = ROOT / "deploy" / "rbac" / "gpufleet-discovery-clusterrole.yaml"
 NODES_FILE = ROOT / "tests" / "fixtures" / "nodes-mixed-cluster.json"
@@ -102,3 +104,87 @@ def test_without_one_rule_discovery_gives_the_documented_answer(populated, index
     assert live.returncode == 2, live.stdout + live.stderr
     assert "403 Forbidden" in live.stderr
     assert any(f'cannot list resource "{res}"' in live.stderr for res in rule["resources"]), live.stderr
+
+
+#: What admission reads, in the live cluster beside the fixture's pods: the quota is 4 GPUs in `ml`, where
+#: the bound pods hold 3; `serving` allows 1 GPU per container; one PriorityClass exists.
+ADMISSION = [
+    {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"},
+     "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}},
+    {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "one-gpu", "namespace": "serving"},
+     "spec": {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": "1"}}]}},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch-high"},
+     "value": 1000},
+]
+
+
+def gpu_pod_spec(gpus: int, **extra) -> dict:
+    container = {"name": "c", "image": "cuda:12", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    return {"containers": [container], **extra}
+
+
+def workloads() -> list[dict]:
+    """Workloads whose verdicts hang on the cluster's quota usage, LimitRange, PriorityClasses, capacity."""
+    def deployment(ns: str, name: str, replicas: int, spec: dict) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+    return [
+        deployment("ml", "fits-quota", 1, gpu_pod_spec(1)),
+        deployment("ml", "over-quota", 2, gpu_pod_spec(1)),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "too-wide", "namespace": "serving"},
+         "spec": gpu_pod_spec(2)},
+        deployment("serving", "big", 3, gpu_pod_spec(1, priorityClassName="batch-high")),
+        deployment("default", "wide", 2, gpu_pod_spec(4)),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unknown-priority", "namespace": "default"},
+         "spec": gpu_pod_spec(1, priorityClassName="nope")},
+    ]
+
+
+def quota_used(api, timeout: float = 60) -> dict:
+    """The quota's status.used, once the quota controller has counted the namespace's pods."""
+    deadline = time.monotonic() + timeout
+    while True:
+        used = (api.ok("GET", "/api/v1/namespaces/ml/resourcequotas/gpus").get("status") or {}).get("used")
+        if used:
+            return used
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the quota controller did not count ml's pods in {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def verdicts(answer: dict) -> dict:
+    return {key: sorted(answer.get(key, []), key=lambda v: json.dumps(v, sort_keys=True))
+            for key in ("unschedulable", "warnings")}
+
+
+def test_live_check_as_the_clusterrole_gives_the_verdicts_of_check_on_the_kubectl_files(populated, kubectl,
+                                                                                        tmp_path):
+    api = populated.api()
+    ensure_namespaces(api, {"serving"})
+    for obj in ADMISSION:
+        created = kubectl("apply", "--server-side", "-f", "-", input=json.dumps(obj))
+        assert created.returncode == 0, created.stderr
+    assert quota_used(api) == {"requests.nvidia.com/gpu": "3"}
+    manifests = tmp_path / "manifests.yaml"
+    manifests.write_text(yaml.safe_dump_all(workloads()))
+
+    kubeconfig = as_service_account(populated, "checker", role()["rules"], tmp_path)
+    live = check_json("--kubeconfig", str(kubeconfig), str(manifests))
+
+    files = []
+    for name, what in (("nodes", ("nodes",)), ("pods", ("pods", "-A")),
+                       ("admission", ("resourcequotas,limitranges", "-A")),
+                       ("priorities", ("priorityclasses",))):
+        got = kubectl("get", *what, "-o", "json")
+        assert got.returncode == 0, got.stderr
+        (tmp_path / f"{name}.json").write_text(got.stdout)
+        files.append(tmp_path / f"{name}.json")
+    on_files = check_json("--nodes", str(files[0]), "--pods", str(files[1]), str(manifests), str(files[2]),
+                          str(files[3]))
+
+    assert verdicts(live) == verdicts(on_files)
+    reasons = {u["workload"]: u["reason"] for u in on_files["unschedulable"]}
+    assert reasons == {"Deployment/ml/over-quota": "rejected", "Pod/serving/too-wide": "rejected",
+                       "Pod/default/unknown-priority": "rejected", "Deployment/default/wide": "pending"}
