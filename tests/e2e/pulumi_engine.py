@@ -65,11 +65,13 @@ def kubeconfig_with_context(source: Path, target: Path, context: str | None) -> 
 class Engine:
     """`pulumi` in a project of its own, against one cluster."""
 
-    def __init__(self, bins: Path, work: Path, cluster: Cluster, mirror: str | None = None):
+    def __init__(self, bins: Path, work: Path, cluster: Cluster, mirror: str | None = None,
+                 project: Path | None = None):
+        """`project`: a Pulumi project of the test's own; by default, this repository's (linked in)."""
         self.bins, self.work, self.cluster = bins, work, cluster
-        self.project = linked_checkout(work / "project")
+        self.project = project or linked_checkout(work / "project")
         self.state = work / "state"
-        self.state.mkdir()
+        self.state.mkdir(parents=True)
         self.env = {
             **os.environ,
             "PATH": f"{bins}{os.pathsep}{os.environ.get('PATH', '')}",

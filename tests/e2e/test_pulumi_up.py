@@ -31,11 +31,12 @@ import pytest
 import yaml
 
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.stack import stack_capacity
 from gpufleet.config.loading import load_stack
 from tests.e2e.cluster import ROOT
 from tests.e2e.conftest import kubectl_runner
 from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
-from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
+from tests.e2e.kwok_nodes import create_nodes, wait_nodes_ready
 from tests.e2e.pulumi_engine import (ChartMirror, CloudEmulator, Engine, contains, linked_checkout,
                                      pulumi_bin, wait_until)
 from tests.e2e.workloads import gpufleet, plan_documents
@@ -70,28 +71,36 @@ def previewed(preview: dict, op: str) -> set[tuple[str, str]]:
             if s.get("op") == op and "::default_" not in s["urn"]}
 
 
+def chart_mirror(docs: list[dict], folder: Path) -> ChartMirror:
+    """The pinned archives of the plan's Helm releases, served as a repository (skips when one is absent)."""
+    from upstream_files import chart_archive
+
+    releases = [d for d in docs if d.get("kind") == "HelmRelease"]
+    return ChartMirror([chart_archive(r["chart"], r["version"]) for r in releases], folder)
+
+
+def create_cluster_nodes(api, config, work: Path) -> None:
+    """The config's planned nodes, and a plain node for the system pods (the operator's controller and NFD
+    master tolerate no GPU taint), as any cluster has, each with the labels a kubelet sets; for a DRA stack,
+    the driver's DeviceClasses and the slices it publishes for these nodes."""
+    planned = [*stack_capacity(config).nodes, Node(name="e2e-system-0")]
+    create_nodes(api, planned)
+    wait_nodes_ready(api, [n.name for n in planned])
+    for node in planned:  # charts select on the kubelet's labels
+        api.ok("PATCH", f"/api/v1/nodes/{node.name}", {"metadata": {"labels": KUBELET_LABELS}},
+               content_type="application/merge-patch+json")
+    if config.uses_dra():
+        publish_driver_devices(api, driver_device_classes(work / "dra-driver"), config)
+
+
 def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
     """The cluster's nodes (for a DRA stack with the driver's devices), the chart mirror, the cloud emulator
     and an engine with the stack initialised."""
-    from upstream_files import chart_archive
-
     docs = plan_documents(stack, tmp_path / "plan")
-    releases = [d for d in docs if d.get("kind") == "HelmRelease"]
-    archives = [chart_archive(r["chart"], r["version"]) for r in releases]  # skips when absent
-    bins = pulumi_bin()
-    api = cluster.api()
-    # The stack's nodes, and a plain node for the system pods (the operator's controller and NFD master
-    # tolerate no GPU taint), as any cluster has.
-    planned = [*nodes_from_stack(stack, ROOT), Node(name="e2e-system-0")]
-    create_nodes(api, planned)
-    wait_nodes_ready(api, [n.name for n in planned])
-    for node in planned:  # the labels a kubelet puts on every node (charts select on them)
-        api.ok("PATCH", f"/api/v1/nodes/{node.name}", {"metadata": {"labels": KUBELET_LABELS}},
-               content_type="application/merge-patch+json")
     loaded = load_stack(stack, ROOT)
-    if loaded.config.uses_dra():  # the driver's DeviceClasses and the slices it publishes for these nodes
-        publish_driver_devices(api, driver_device_classes(tmp_path / "dra-driver"), loaded.config)
-    mirror = ChartMirror(archives, tmp_path / "mirror")
+    mirror = chart_mirror(docs, tmp_path / "mirror")
+    bins = pulumi_bin()
+    create_cluster_nodes(cluster.api(), loaded.config, tmp_path)
     emulator = CloudEmulator(cluster)
     engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url)
     engine.use_context(loaded.config.cluster.context)
@@ -156,6 +165,22 @@ def assert_claims_allocated(cluster, docs: list[dict]) -> None:
         assert names and all((pod["metadata"]["namespace"], n) in allocated for n in names), pod["metadata"]
 
 
+def assert_nothing_left(cluster, kubectl, tmp_path: Path, docs: list[dict]) -> None:
+    """After `destroy`: no release, no object of the plan, and on the cluster's nodes none of its labels."""
+    for doc in docs:
+        if doc.get("kind") == "HelmRelease":
+            assert helm_values(cluster, tmp_path, doc) is None, doc["name"]
+        elif doc.get("kind") == "Node":  # the node is the cluster's: only the labels gpufleet wrote go
+            node = live(kubectl, doc)
+            labels = (node or {}).get("metadata", {}).get("labels") or {}
+            planned = doc["metadata"].get("labels") or {}
+            assert not any(labels.get(k) == v for k, v in planned.items()
+                           if not k.startswith(("kubernetes.io/", "node.kubernetes.io/"))), labels
+        else:
+            wait_until(lambda d=doc: live(kubectl, {k: v for k, v in d.items() if k != "stringData"}) is None,
+                       120, f"{doc['kind']}/{doc['metadata']['name']} gone")
+
+
 def bump_first_image(stack_file: Path) -> tuple[str, str]:
     """Change the image tag of the stack's first workload; return (workload name, new image)."""
     doc = yaml.safe_load(stack_file.read_text())
@@ -209,18 +234,7 @@ def test_pulumi_up_creates_the_plan_applies_a_change_and_destroy_leaves_nothing(
             assert second_up_s <= WARM_UP_LIMIT_S, (first_up_s, second_up_s)
 
         engine("destroy", "--yes", "--skip-preview", "--stack", stack)
-        for doc in new_docs:
-            if doc.get("kind") == "HelmRelease":
-                assert helm_values(cluster, tmp_path, doc) is None, doc["name"]
-            elif doc.get("kind") == "Node":  # the node is the cluster's: only the labels gpufleet wrote go
-                node = live(kubectl, doc)
-                labels = (node or {}).get("metadata", {}).get("labels") or {}
-                planned = doc["metadata"].get("labels") or {}
-                assert not any(labels.get(k) == v for k, v in planned.items()
-                               if not k.startswith(("kubernetes.io/", "node.kubernetes.io/"))), labels
-            else:
-                wait_until(lambda d=doc: live(kubectl, {k: v for k, v in d.items() if k != "stringData"}) is None,
-                           120, f"{doc['kind']}/{doc['metadata']['name']} gone")
+        assert_nothing_left(cluster, kubectl, tmp_path, new_docs)
     finally:
         emulator.stop()
         mirror.stop()
@@ -307,6 +321,76 @@ def test_pr_preview_step_shows_the_change_through_pulumi_with_the_cli_and_offlin
 
         for value in secrets.values():
             assert value not in real and value not in offline
+    finally:
+        emulator.stop()
+        mirror.stop()
+
+
+#: What `pulumi package add provider/` answers in a YAML project with the YAML host built here: the CLI
+#: generates the package's YAML SDK from the schema the plugin serves, then asks the language host to link it,
+#: and pulumi-yaml v1.25.0 (the newest the module proxy serves) has no Link method.
+PACKAGE_ADD_REFUSED = "error: linking package: method Link not implemented"
+
+
+def readme_yaml_program() -> dict:
+    """The README's YAML program (resources and outputs of a Pulumi.yaml) that declares a GpuStack."""
+    from doc_examples import fenced_blocks
+
+    (block,) = [b for b in fenced_blocks(ROOT / "README.md")
+                if b.lang == "yaml" and "type: gpufleet:index:GpuStack" in b.text]
+    return yaml.safe_load(block.text)
+
+
+def test_readme_yaml_program_declares_a_gpu_stack_that_goes_up_and_comes_down(new_cluster, tmp_path):
+    program = readme_yaml_program()
+    sections = yaml.safe_load(program["resources"]["gpus"]["properties"]["configYaml"])
+    checkout = linked_checkout(tmp_path / "checkout")
+    stack_file = checkout / "Pulumi.readme.yaml"  # the same config as a stack file, for gpufleet plan
+    stack_file.write_text(yaml.safe_dump({"config": {f"gpufleet:{k}": v for k, v in sections.items()}}))
+    docs = plan_documents(str(stack_file), tmp_path / "plan")
+    mirror = chart_mirror(docs, tmp_path / "mirror")
+    bins = pulumi_bin()
+    cluster = new_cluster()
+    create_cluster_nodes(cluster.api(), load_stack("readme", checkout).config, tmp_path)
+    project = tmp_path / "yaml-project"
+    project.mkdir()
+    pulumi_yaml = project / "Pulumi.yaml"
+    pulumi_yaml.write_text(yaml.safe_dump({"name": "gpufleet-yaml", "runtime": "yaml", **program},
+                                          sort_keys=False))
+    emulator = CloudEmulator(cluster)
+    engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url, project=project)
+    kubectl = kubectl_runner(cluster)
+    try:
+        added = engine("package", "add", str(ROOT / "provider"), check=False)
+        said = added.stdout + added.stderr
+        assert added.returncode != 0 and PACKAGE_ADD_REFUSED in said, (
+            "`pulumi package add` answered otherwise than README.md documents; update it and this test:\n"
+            + said)
+        assert "Successfully generated an SDK for the gpufleet package" in said, said  # the schema was served
+        # The entry `package add` writes once the host has linked the package: the plugin's folder.
+        project_doc = yaml.safe_load(pulumi_yaml.read_text())
+        assert "packages" not in project_doc
+        project_doc["packages"] = {"gpufleet": str(ROOT / "provider")}
+        pulumi_yaml.write_text(yaml.safe_dump(project_doc, sort_keys=False))
+
+        engine("stack", "init", "readme", "--secrets-provider", "passphrase")
+        # What gpufleet plans for the stack `readme` is what the program creates under its GpuStack `gpus`.
+        planned = {(t, "gpus" + n[len("readme"):] if n.startswith("readme") else n)
+                   for t, n in planned_resources(tmp_path / "plan") if not t.startswith("pulumi:")}
+        preview = engine.preview_json("readme")
+        created = {r for r in previewed(preview, "create") if not r[0].startswith("pulumi:")}
+        assert created == planned, (created, planned)
+        engine("up", "--yes", "--skip-preview", "--stack", "readme")
+        assert_cluster_holds(cluster, kubectl, tmp_path, docs, {})
+        outputs = json.loads(engine("stack", "output", "--json", "--stack", "readme").stdout)
+        releases = sorted(d["name"] for d in docs if d.get("kind") == "HelmRelease")
+        assert sorted(outputs["releases"].values()) == releases, outputs
+        gpus = {pool["name"]: {"nvidia.com/gpu": pool["gpu"]["count"] * len(pool["nodes"])}
+                for pool in sections["nodePools"]}
+        assert outputs["capacity"] == gpus, outputs  # per pool, the GPUs its nodes advertise
+
+        engine("destroy", "--yes", "--skip-preview", "--stack", "readme")
+        assert_nothing_left(cluster, kubectl, tmp_path, docs)
     finally:
         emulator.stop()
         mirror.stop()

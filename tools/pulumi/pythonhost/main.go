@@ -43,6 +43,13 @@ const executorName = "pulumi-language-python-exec"
 func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.String("tracing", "", "accepted for compatibility with the engine's command line; unused")
+	// Engines built on older SDKs (the YAML host's, loading a Python plugin) also pass the runtime options
+	// and the project root as flags; the options are the defaults of those the request carries.
+	defaults := map[string]*string{}
+	for _, name := range []string{"virtualenv", "toolchain", "typechecker"} {
+		defaults[name] = flag.String(name, "", "runtime option "+name+", unless the request gives it")
+	}
+	flag.String("root", "", "accepted for compatibility with older engines; the request gives the root")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version.Version)
@@ -56,7 +63,12 @@ func main() {
 	if _, err := os.Stat(executor); err != nil {
 		cmdutil.Exit(fmt.Errorf("missing executor %s: %w", executor, err))
 	}
-	h := &host{executor: executor}
+	h := &host{executor: executor, defaults: map[string]string{}}
+	for name, value := range defaults {
+		if *value != "" {
+			h.defaults[name] = *value
+		}
+	}
 	if flag.NArg() > 0 {
 		h.engine = flag.Arg(0)
 	}
@@ -90,32 +102,40 @@ type host struct {
 	pulumirpc.UnimplementedLanguageRuntimeServer
 	executor string
 	engine   string
+	defaults map[string]string // runtime options given as flags
 }
 
 // pythonFor resolves the Python that runs a program or plugin from Pulumi.yaml's runtime options
-// (toolchain, virtualenv), relative to the project root.
-func pythonFor(info *pulumirpc.ProgramInfo, plugin bool) (toolchain.Toolchain, error) {
+// (toolchain, virtualenv), relative to the project root; `defaults` stand where the request gives none.
+func pythonFor(info *pulumirpc.ProgramInfo, plugin bool, defaults map[string]string) (toolchain.Toolchain, error) {
 	opts := toolchain.PythonOptions{Root: info.GetRootDirectory(), ProgramDir: info.GetProgramDirectory()}
+	options := map[string]any{}
+	for key, value := range defaults {
+		options[key] = value
+	}
 	if info.GetOptions() != nil {
 		for key, value := range info.GetOptions().AsMap() {
-			text, ok := value.(string)
-			if !ok {
-				return nil, fmt.Errorf("runtime option %s must be a string, not %v", key, value)
-			}
-			switch key {
-			case "virtualenv":
-				opts.Virtualenv = text
-			case "toolchain":
-				switch text {
-				case "pip":
-					opts.Toolchain = toolchain.Pip
-				case "poetry":
-					opts.Toolchain = toolchain.Poetry
-				case "uv":
-					opts.Toolchain = toolchain.Uv
-				default:
-					return nil, fmt.Errorf("runtime option toolchain %q is not one of pip, poetry, uv", text)
-				}
+			options[key] = value
+		}
+	}
+	for key, value := range options {
+		text, ok := value.(string)
+		if !ok {
+			return nil, fmt.Errorf("runtime option %s must be a string, not %v", key, value)
+		}
+		switch key {
+		case "virtualenv":
+			opts.Virtualenv = text
+		case "toolchain":
+			switch text {
+			case "pip":
+				opts.Toolchain = toolchain.Pip
+			case "poetry":
+				opts.Toolchain = toolchain.Poetry
+			case "uv":
+				opts.Toolchain = toolchain.Uv
+			default:
+				return nil, fmt.Errorf("runtime option toolchain %q is not one of pip, poetry, uv", text)
 			}
 		}
 	}
@@ -157,7 +177,7 @@ func (h *host) GetProgramDependencies(
 func (h *host) InstallDependencies(
 	req *pulumirpc.InstallDependenciesRequest, server pulumirpc.LanguageRuntime_InstallDependenciesServer,
 ) error {
-	tc, err := pythonFor(req.GetInfo(), req.GetIsPlugin())
+	tc, err := pythonFor(req.GetInfo(), req.GetIsPlugin(), h.defaults)
 	if err != nil {
 		return err
 	}
@@ -174,7 +194,7 @@ func (h *host) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 
 // Run runs the program through the executor, which connects it to the engine's resource monitor.
 func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
-	tc, err := pythonFor(req.GetInfo(), false)
+	tc, err := pythonFor(req.GetInfo(), false, h.defaults)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +261,7 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, server pulumirpc.LanguageRuntime_RunPluginServer) error {
 	ctx := server.Context()
 	analyzer := req.GetKind() == string(apitype.AnalyzerPlugin)
-	tc, err := pythonFor(req.GetInfo(), !analyzer)
+	tc, err := pythonFor(req.GetInfo(), !analyzer, h.defaults)
 	if err != nil {
 		return err
 	}
