@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint, images_of
+from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint, images_of, pod_affinity_of
+from gpufleet.capacity.ports import host_ports
 from gpufleet.capacity.quantity import to_units
 from gpufleet.capacity.requests import NON_ZERO_DEFAULTS, pod_requests
 from gpufleet.capacity.shape import Shape, pod_spec
@@ -77,7 +78,7 @@ def _bound_pod(obj: dict) -> BoundPod | None:
     labels = tuple(sorted((k, v) for k, v in labels.items() if isinstance(k, str) and isinstance(v, str))) \
         if isinstance(labels, dict) else ()
     return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, requests, non_zero(spec, requests),
-                    labels)
+                    labels, host_ports(spec), pod_affinity_of(spec))
 
 
 def non_zero(spec: dict, requests: dict[str, int]) -> tuple[int, int]:

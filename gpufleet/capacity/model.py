@@ -103,6 +103,12 @@ class BoundPod:
     derived from `requests`."""
     labels: tuple[tuple[str, str], ...] = ()
     """metadata.labels (pod affinity and topology spread selectors of later pods match them)."""
+    ports: tuple[tuple[str, str, int], ...] = ()
+    """Host ports it holds, (protocol, host IP, port) (gpufleet.capacity.ports): later pods that want one
+    cannot use the node."""
+    pod_affinity: dict | None = field(default=None, compare=False)
+    """Its spec.affinity's podAffinity and podAntiAffinity, when it has either: a running pod's required
+    anti-affinity keeps later pods that it matches out of its domain, and its terms count in their scores."""
 
     def non_zero(self) -> tuple[int, int]:
         if self.nonzero is not None:
@@ -116,6 +122,10 @@ class BoundPod:
             out["nonZeroRequests"] = {"cpu": self.nonzero[0], "memory": self.nonzero[1]}
         if self.labels:
             out["labels"] = dict(self.labels)
+        if self.ports:
+            out["hostPorts"] = [{"protocol": p, "hostIP": ip, "hostPort": port} for p, ip, port in self.ports]
+        if self.pod_affinity:
+            out["affinity"] = self.pod_affinity
         return out
 
 
@@ -156,12 +166,24 @@ class Capacity:
             return cls(doc.get("source", ""), [Node.from_json(n) for n in doc.get("nodes", [])],
                        [BoundPod(p["namespace"], p["name"], p["node"], {k: int(v) for k, v in p["requests"].items()},
                                  _non_zero(p.get("nonZeroRequests")),
-                                 tuple(sorted((str(k), str(v)) for k, v in (p.get("labels") or {}).items())))
+                                 tuple(sorted((str(k), str(v)) for k, v in (p.get("labels") or {}).items())),
+                                 tuple((str(h["protocol"]), str(h["hostIP"]), int(h["hostPort"]))
+                                       for h in p.get("hostPorts") or ()),
+                                 pod_affinity_of(p))
                         for p in doc.get("pods", [])],
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()],
                        _admission(doc.get("admission"), origin))
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e
+
+
+def pod_affinity_of(spec: Any) -> dict | None:
+    """The podAffinity and podAntiAffinity of a pod spec's affinity (None when it has neither)."""
+    affinity = spec.get("affinity") if isinstance(spec, dict) else None
+    if not isinstance(affinity, dict):
+        return None
+    kept = {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if isinstance(affinity.get(k), dict)}
+    return kept or None
 
 
 #: Kinds admission reads (gpufleet.scheduling.admission): core quotas and limit ranges, priority classes, Kueue.

@@ -140,6 +140,12 @@ def pod_spec(shape: Shape, spec: Any, path: str) -> None:
             resources = shape.mapping(container.get("resources"), f"{cpath}.resources")
             for part in ("limits", "requests"):
                 shape.quantities(resources.get(part), f"{cpath}.resources.{part}")
+            for ppath, port in shape.objects(container.get("ports"), f"{cpath}.ports"):
+                shape.integer(port.get("containerPort"), f"{ppath}.containerPort")
+                shape.integer(port.get("hostPort"), f"{ppath}.hostPort")
+                shape.string(port.get("protocol"), f"{ppath}.protocol")
+                shape.string(port.get("hostIP"), f"{ppath}.hostIP")
+    shape.boolean(spec.get("hostNetwork"), f"{path}.hostNetwork")
     shape.quantities(spec.get("overhead"), f"{path}.overhead")
     shape.string(spec.get("schedulerName"), f"{path}.schedulerName")
     shape.string(spec.get("nodeName"), f"{path}.nodeName")

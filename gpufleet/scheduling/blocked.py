@@ -14,7 +14,11 @@ from typing import Sequence
 import numpy as np
 
 from gpufleet.capacity.model import Node
+from gpufleet.capacity.ports import ALL_ADDRESSES
 from gpufleet.scheduling.manifests import PodWorkload
+from gpufleet.scheduling.plugins.interpodaffinity import AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY
+from gpufleet.scheduling.plugins.nodeports import REASON as PORTS_TAKEN
+from gpufleet.scheduling.plugins.podtopologyspread import NOT_MATCH as SPREAD
 from gpufleet.scheduling.result import Blocked, Blocker
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.unmet import missing_resource, most_known
@@ -56,6 +60,12 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
             dra, w.namespace, w.name, w.spec, np.asarray(eligible, dtype=np.int64)))
         if never is not None:
             return Blocked(*never, tuple(blockers))
+    if "Insufficient" not in outcome.message:  # not room: a rule about other pods ruled the nodes out
+        if shape.ports and PORTS_TAKEN in outcome.message:
+            return Blocked(*_ports_held(shape, where, w, outcome), tuple(blockers))
+        placement = _pod_rules(outcome.message, where, w)
+        if placement is not None:
+            return Blocked(*placement, tuple(blockers))
     need = _request(shape.requests) if shape.requests or not w.spec.get("resourceClaims") else "its claims' devices"
     if not held:
         has = _verb(one_node, "has", "have")
@@ -123,6 +133,46 @@ def _too_big(shape: PodShape, snap: Snapshot) -> tuple[str, str] | None:
         return summary, (f"ask for at most {most} per pod (split the work over more pods), or add nodes with "
                          f"{one}")
     return None
+
+
+def _ports_held(shape: PodShape, where: str, w: PodWorkload, outcome) -> tuple[str, str]:
+    """A pod that pends for its host ports: a host port admits one pod per node (and host IP), so more nodes
+    or fewer pods per node is the fix, not a smaller request."""
+    ports = ", ".join(dict.fromkeys(f"{port}/{protocol}" + ("" if ip == ALL_ADDRESSES else f" on {ip}")
+                                    for protocol, ip, port in shape.ports))
+    how = "hostNetwork: true makes every container port a host port; " if w.spec.get("hostNetwork") is True else ""
+    summary = (f"its host port(s) {ports} are already held on the {where} it may use, and a host port admits "
+               f"one pod per node: {how}{outcome.pending} more pod(s) need a node each")
+    fix = (f"drop the hostPort (or hostNetwork) and reach the pods through a Service, or run at most one pod per "
+           f"node it may use: {outcome.placed} now")
+    return summary, fix
+
+
+#: The filters that rule a node out for the pods already there, with what a user would change.
+_POD_RULES = {
+    EXISTING_ANTI_AFFINITY: ("pods there (running, or placed earlier by these manifests) have a required "
+                             "anti-affinity term that matches its labels",
+                             "change its labels or their podAntiAffinity, or add nodes in another domain of "
+                             "that term's topologyKey"),
+    ANTI_AFFINITY: ("its required podAntiAffinity matches pods already in those nodes' domains",
+                    "loosen its podAntiAffinity (preferred instead of required, or a narrower topologyKey), or "
+                    "add nodes in domains without such pods"),
+    AFFINITY: ("its required podAffinity finds no matching pod in those nodes' domains",
+               "run the pods it must be near first, or make its podAffinity preferred"),
+    SPREAD: ("another pod would break its topology spread constraint's maxSkew there",
+             "raise maxSkew, use whenUnsatisfiable: ScheduleAnyway, or add nodes in the domains that have "
+             "fewer of its pods"),
+}
+
+
+def _pod_rules(message: str, where: str, w: PodWorkload) -> tuple[str, str] | None:
+    """A pod ruled out by where other pods are, not by room: which rule, and what to change."""
+    found = [(reason, why, fix) for reason, (why, fix) in _POD_RULES.items() if reason in message]
+    if not found:
+        return None
+    summary = f"where other pods are, not room, rules out the {where} it may use: " + "; ".join(
+        f"{why} ({reason})" for reason, why, _ in found)
+    return summary, "; or ".join(fix for _, _, fix in found) + f" ({w.key})"
 
 
 def _capacity_fix(w: PodWorkload, outcome, need: str) -> str:

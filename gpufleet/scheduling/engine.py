@@ -24,6 +24,7 @@ from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.ports import host_ports
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.admission import Admission, admit
 from gpufleet.scheduling.classes import NodeClasses
@@ -148,16 +149,23 @@ class _Check:
 
     def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict:
         """Per workload, its pods against the others, when any pod of the check has topology spread or pod
-        (anti-)affinity: the snapshot then keeps the pods on each node with their labels."""
-        if not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
+        (anti-)affinity, or a running pod has pod (anti-)affinity: the snapshot then keeps the pods on each
+        node with their labels, and the terms of the pods there."""
+        running = [p for p in self.running if p.pod_affinity and p.node in self.snapshot.index]
+        if not running and not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
             return {}
         from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints
         from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
+        from gpufleet.scheduling.plugins.interpodaffinity import terms_of
 
         snap = self.snapshot
         snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))
                                          for p in self.running if p.node in snap.index])
         snap.placed = PlacedTerms(snap.n)
+        groups: dict[tuple[str, str], int] = {}  # running pods with the same terms count as one holder
+        for p in running:
+            group = groups.setdefault((p.namespace, repr(p.pod_affinity)), -1 - len(groups))
+            snap.placed.place(group, terms_of({"affinity": p.pod_affinity}, p.namespace), snap.index[p.node])
         out = {}
         for i in shapes:
             w = self.workloads[i]
@@ -254,9 +262,10 @@ class _Check:
 
 
 def _score_inputs(spec: dict) -> tuple:
-    """What the scores read from a pod beyond its filter terms: requests, preferred affinity, images."""
+    """What the scores and the dynamic filters read from a pod beyond its filter terms: requests, host ports,
+    preferred affinity, images."""
     containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or () if isinstance(c, dict)]
-    return (repr([c.get("resources") for c in containers]), repr(spec.get("overhead")),
+    return (repr([c.get("resources") for c in containers]), repr(spec.get("overhead")), repr(host_ports(spec)),
             repr(((spec.get("affinity") or {}).get("nodeAffinity") or {})
                  .get("preferredDuringSchedulingIgnoredDuringExecution")),
             tuple(str(c.get("image")) for c in containers))

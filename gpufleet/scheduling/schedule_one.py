@@ -297,7 +297,7 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
             if len(best) > 1:
                 on_tie(best)
         start = (start + processed) % n
-        snap.place(node, shape.requests, shape.nonzero)
+        snap.place(node, shape.requests, shape.nonzero, shape.ports)
         placed.append(node)
         if shape.fits_one(snap, node):
             base[node] = base_score_one(snap, shape, node)

@@ -180,7 +180,7 @@ class Simulation:
                 return nodes, cycle, start
             if cycle.tied is not None:
                 run.decisive_ties += 1
-            snap.place(cycle.node, shape.requests, shape.nonzero)
+            snap.place(cycle.node, shape.requests, shape.nonzero, shape.ports)
             snap.pods.add(cycle.node, w.namespace, w.labels)
             if pod.terms:
                 snap.placed.place(index, pod.terms, cycle.node)
@@ -196,7 +196,7 @@ class Simulation:
                 break
             if cycle.tied is not None:
                 run.decisive_ties += 1
-            snap.place(cycle.node, shape.requests, shape.nonzero)
+            snap.place(cycle.node, shape.requests, shape.nonzero, shape.ports)
             out.placed += 1
             out.nodes.append(cycle.node)
             run.hold(cycle.node, index)

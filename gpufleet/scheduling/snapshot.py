@@ -16,12 +16,15 @@ import numpy as np
 
 from gpufleet.capacity.kubectl import non_zero
 from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.ports import host_ports
 from gpufleet.capacity.quantity import CPU, MEMORY, PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.scheduling.classes import NodeClasses
 from gpufleet.scheduling.filters import TOO_MANY_PODS, PodTerms
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
 from gpufleet.scheduling.plugins.nodeaffinity import preferred_score, preferred_terms
+from gpufleet.scheduling.plugins.nodeports import REASON as PORTS_TAKEN
+from gpufleet.scheduling.plugins.nodeports import UsedPorts
 from gpufleet.scheduling.plugins.tainttoleration import intolerable_prefer_no_schedule
 
 _INT = np.int64
@@ -39,10 +42,11 @@ class Snapshot:
         self.requested = {r: np.zeros(n, dtype=_INT) for r in names if r != PODS}
         self.nonzero = {CPU: np.zeros(n, dtype=_INT), MEMORY: np.zeros(n, dtype=_INT)}
         self.pod_count = np.zeros(n, dtype=_INT)
+        self.ports: UsedPorts | None = None  # made when a pod holds a host port
         for pod in pods:
             i = self.index.get(pod.node)
             if i is not None:
-                self.place(i, pod.requests, pod.non_zero())
+                self.place(i, pod.requests, pod.non_zero(), pod.ports)
         self._domains: dict[str, np.ndarray] = {}
         self.pods = self.placed = None  # PodsOnNodes, PlacedTerms: kept when pods' placement depends on others
         # What scoring reads as allocatable: 0 where it is unknown (the scheduler leaves a 0 out).
@@ -56,6 +60,7 @@ class Snapshot:
         twin.requested = {r: a.copy() for r, a in self.requested.items()}
         twin.nonzero = {r: a.copy() for r, a in self.nonzero.items()}
         twin.pod_count = self.pod_count.copy()
+        twin.ports = None if self.ports is None else self.ports.copy()
         twin._domains = self._domains
         twin.pods = None if self.pods is None else self.pods.copy()
         twin.placed = None if self.placed is None else self.placed.copy()
@@ -71,8 +76,13 @@ class Snapshot:
                 dtype=np.int64)
         return found
 
-    def place(self, i: int, requests: dict[str, int], nonzero: tuple[int, int]) -> None:
-        """A pod lands on node i: its requests count against the node (NodeInfo.AddPod)."""
+    def place(self, i: int, requests: dict[str, int], nonzero: tuple[int, int], ports: tuple = ()) -> None:
+        """A pod lands on node i: its requests count against the node, its host ports are held there
+        (NodeInfo.AddPod)."""
+        if ports:
+            if self.ports is None:
+                self.ports = UsedPorts(self.n)
+            self.ports.add(i, ports)
         for r, v in requests.items():
             if r == PODS or not v:
                 continue
@@ -96,6 +106,7 @@ class PodShape:
         self.cpu, self.memory = self.requests.get(CPU, 0), self.requests.get(MEMORY, 0)
         self.best_effort = not self.cpu and not self.memory
         self.fit = {r: v for r, v in self.requests.items() if v > 0 and r != PODS}
+        self.ports = host_ports(spec)
         # Arrays over the fleet are shared by the shapes with equal inputs (the static result, tolerations,
         # preferred terms, images): a fleet's thousands of workloads have a few dozen of each.
         self.static = static
@@ -118,6 +129,10 @@ class PodShape:
         at = slice(None) if nodes is None else nodes
         feasible = self.eligible[at].copy()
         short: dict[str, np.ndarray] = {}
+        taken = None
+        if self.ports and snap.ports is not None:  # NodePorts, before NodeResourcesFit
+            taken = short[PORTS_TAKEN] = snap.ports.taken(self.ports, at)
+            feasible &= ~taken
         full = snap.pod_count[at] >= snap.alloc[PODS][at]
         if PODS in snap.unknown:
             full &= ~snap.unknown[PODS][at]
@@ -131,6 +146,10 @@ class PodShape:
                 lacking = lacking & ~snap.unknown[r][at]
             short[f"Insufficient {r}"] = lacking
             feasible &= ~lacking
+        if taken is not None:  # a node that failed NodePorts never reached NodeResourcesFit
+            for reason in short:
+                if reason != PORTS_TAKEN:
+                    short[reason] = short[reason] & ~taken
         return feasible, short
 
     def fits_eligible(self, snap: Snapshot) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -165,6 +184,8 @@ class PodShape:
     def fits_one(self, snap: Snapshot, i: int) -> bool:
         """`fits_mask` for one node."""
         if not self.eligible[i]:
+            return False
+        if self.ports and snap.ports is not None and snap.ports.taken_on(self.ports, i):
             return False
         if snap.pod_count[i] >= snap.alloc[PODS][i] and not (PODS in snap.unknown and snap.unknown[PODS][i]):
             return False

@@ -1,0 +1,55 @@
+"""NodePorts: a pod that wants a host port cannot use a node where a pod already holds it (plugins/nodeports).
+
+The filter runs after NodeAffinity and before NodeResourcesFit; a pod without host ports skips it. Two
+ports clash when protocol and port are equal and either host IP is 0.0.0.0 or both are the same
+(HostPortInfo.CheckConflict). What a pod holds and wants: gpufleet.capacity.ports. The used ports of every
+node are kept per (protocol, port) and host IP as counts per node, so one check is a few array operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.capacity.ports import ALL_ADDRESSES, HostPort
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+class UsedPorts:
+    """Per (protocol, port), per host IP, how many pods on each node hold it."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.held: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+
+    def copy(self) -> "UsedPorts":
+        twin = UsedPorts(self.n)
+        twin.held = {k: {ip: a.copy() for ip, a in by_ip.items()} for k, by_ip in self.held.items()}
+        return twin
+
+    def add(self, node: int, ports: tuple[HostPort, ...]) -> None:
+        for protocol, address, port in ports:
+            by_ip = self.held.setdefault((protocol, port), {})
+            counts = by_ip.get(address)
+            if counts is None:
+                counts = by_ip[address] = np.zeros(self.n, dtype=np.int64)
+            counts[node] += 1
+
+    def taken(self, wanted: tuple[HostPort, ...], at=slice(None)) -> np.ndarray:
+        """Per node (of `at`), whether one of the wanted ports clashes with a port held there."""
+        out = np.zeros(self.n, dtype=bool)[at]
+        for protocol, address, port in wanted:
+            by_ip = self.held.get((protocol, port))
+            if not by_ip:
+                continue
+            for held_address, counts in by_ip.items():
+                if address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address):
+                    out |= counts[at] > 0
+        return out
+
+    def taken_on(self, wanted: tuple[HostPort, ...], node: int) -> bool:
+        for protocol, address, port in wanted:
+            for held_address, counts in (self.held.get((protocol, port)) or {}).items():
+                if counts[node] and (address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address)):
+                    return True
+        return False
