@@ -4,6 +4,8 @@ and their pod (anti-)affinity terms. Each expectation here was checked against k
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpufleet.capacity.kubectl import bound_pods
 from gpufleet.capacity.model import FORMAT, Capacity
@@ -148,3 +150,40 @@ def test_a_running_pod_with_a_port_that_is_not_a_number_is_refused_naming_the_fi
     _, pods, errors = read_objects([node("a")], [bad], "nodes.json", "pods.json")
     assert pods == [] and errors == [
         "pods.json: Pod/agent: spec.containers[0].ports[0].hostPort: must be an integer, not the string '9100'"]
+
+
+def _clash(a, b) -> bool:
+    (pa, ia, na), (pb, ib, nb) = a, b
+    return pa == pb and na == nb and (ia == "0.0.0.0" or ib == "0.0.0.0" or ia == ib)
+
+
+_port = st.fixed_dictionaries({"containerPort": st.integers(1, 3), "hostPort": st.sampled_from([None, 0, 1, 2])},
+                              optional={"protocol": st.sampled_from(["TCP", "UDP"]),
+                                        "hostIP": st.sampled_from(["10.0.0.1", "10.0.0.2", "0.0.0.0"])})
+
+
+@st.composite
+def _port_workloads(draw):
+    out = []
+    for i in range(draw(st.integers(1, 6))):
+        ports = [{k: v for k, v in p.items() if v is not None} for p in draw(st.lists(_port, max_size=2))]
+        spec = pod_spec(container(requests={"cpu": "100m"}, ports=ports), hostNetwork=draw(st.booleans()))
+        out.append(deployment(f"w{i}", draw(st.integers(1, 3)), spec))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(_port_workloads(), st.integers(1, 3))
+def test_no_node_ever_holds_two_clashing_host_ports(manifests, node_count):
+    result = check_workloads([node(f"n{i}") for i in range(node_count)], [], manifests)
+    ports = {f"Deployment/default/{m['metadata']['name']}": host_ports(m["spec"]["template"]["spec"])
+             for m in manifests}
+    held: dict[str, list] = {}
+    for workload, node_name, count in result.placements:
+        held.setdefault(node_name, []).extend(ports[workload] for _ in range(count))
+    for pods_there in held.values():
+        for i, a in enumerate(pods_there):
+            for b in pods_there[i + 1:]:
+                assert not any(_clash(x, y) for x in a for y in b)
+    for u in result.unschedulable:  # only ports can stop these small pods
+        assert u.message == f"0/{node_count} nodes are available: {node_count} {PORTS}."
