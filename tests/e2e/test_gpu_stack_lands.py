@@ -23,6 +23,7 @@ pod, and `gpufleet check` on the kubectl files of the same nodes refuses the rel
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_read
 from tests.e2e.test_rendered_accepted import install_release
 from tests.e2e.workloads import check_json, ensure_namespaces, helm, plan_documents
 
+RESULTS = ROOT / "build" / "e2e" / "gpu-stack-lands.json"
 MPS_CAPABLE = "nvidia.com/mps.capable"
 CPU_NODE = Node("cpu-0", labels={"kubernetes.io/os": "linux"},
                 allocatable={"cpu": 8000, "memory": 32 * 1024**3, "pods": 110})
@@ -59,9 +61,9 @@ def discovered(node: Node) -> Node:
     return dataclasses.replace(node, labels=labels)
 
 
-def operand_daemonsets(record: dict) -> list[dict]:
+def operand_daemonsets(planned: dict) -> list[dict]:
     """The operator's operand DaemonSets, placed as gpufleet models them: one per operand the release runs."""
-    release = release_of_record(record)
+    release = release_of_record(planned)
     spec = release_placement(release)
     operands = [name for name, runs in (
         ("nvidia-driver-daemonset", release.runs_driver_container),
@@ -70,7 +72,7 @@ def operand_daemonsets(record: dict) -> list[dict]:
         ("nvidia-dra-driver-gpu-kubelet-plugin", release.enabled("gpuCluster.deployCR", False)),
         ("nvidia-operator-validator", True)) if runs]
     return [{"apiVersion": "apps/v1", "kind": "DaemonSet",
-             "metadata": {"name": name, "namespace": record["namespace"]},
+             "metadata": {"name": name, "namespace": planned["namespace"]},
              "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
                  "metadata": {"labels": {"app": name}},
                  "spec": {**spec, "containers": [{"name": "c", "image": f"nvcr.io/nvidia/{name}:e2e"}]}}}}
@@ -155,6 +157,13 @@ def land(stack: str, new_cluster, tmp_path: Path, hand_taints: dict[str, Taint] 
     return gpu, landed, answer
 
 
+def record(stack: str, entry: dict) -> None:
+    """Where each stack's GPU DaemonSets landed, into build/e2e/gpu-stack-lands.json (docs/fidelity.md)."""
+    doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({**doc, stack: entry}, indent=2, sort_keys=True) + "\n")
+
+
 def stack_refusals(answer: dict) -> list[dict]:
     """check's node-platform refusals of the GPU stack itself (its releases and DaemonSets)."""
     return [u for u in answer["unschedulable"] if u["reason"] == "policy"
@@ -164,6 +173,8 @@ def stack_refusals(answer: dict) -> list[dict]:
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)  # each runs the operator or the device plugin
 def test_every_gpu_daemonset_lands_on_every_gpu_node_and_no_other(stack, new_cluster, tmp_path):
     gpu, landed, answer = land(stack, new_cluster, tmp_path)
+    record(stack, {"gpu_nodes": sorted(n.name for n in gpu),
+                   "daemonsets": {ds["metadata"]["name"]: sorted(nodes) for ds, nodes in landed}})
     assert landed, f"{stack}: no GPU DaemonSet"
     for ds, nodes in landed:
         assert nodes == expected_nodes(ds, gpu), ds["metadata"]["name"]
