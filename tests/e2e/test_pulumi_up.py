@@ -361,7 +361,10 @@ def test_readme_yaml_program_declares_a_gpu_stack_that_goes_up_and_comes_down(ne
     engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url, project=project)
     kubectl = kubectl_runner(cluster)
     try:
-        added = engine("package", "add", str(ROOT / "provider"), check=False)
+        # The plugin as linked into the temp checkout: the YAML host caches the schema beside the plugin's
+        # folder (schema-gpufleet.json), which must not land in the repository.
+        provider = checkout / "provider"
+        added = engine("package", "add", str(provider), check=False)
         said = added.stdout + added.stderr
         assert added.returncode != 0 and PACKAGE_ADD_REFUSED in said, (
             "`pulumi package add` answered otherwise than README.md documents; update it and this test:\n"
@@ -370,7 +373,7 @@ def test_readme_yaml_program_declares_a_gpu_stack_that_goes_up_and_comes_down(ne
         # The entry `package add` writes once the host has linked the package: the plugin's folder.
         project_doc = yaml.safe_load(pulumi_yaml.read_text())
         assert "packages" not in project_doc
-        project_doc["packages"] = {"gpufleet": str(ROOT / "provider")}
+        project_doc["packages"] = {"gpufleet": str(provider)}
         pulumi_yaml.write_text(yaml.safe_dump(project_doc, sort_keys=False))
 
         engine("stack", "init", "readme", "--secrets-provider", "passphrase")
