@@ -163,23 +163,25 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
 
 
 #: Taints the DaemonSet controller tolerates on every DaemonSet pod itself (AddOrUpdateDaemonPodTolerations,
-#: k8s.io/kubernetes v1.34 pkg/controller/daemon/util): the node-condition taints and cordoning.
+#: k8s.io/kubernetes v1.34 pkg/controller/daemon/util): the node-condition taints and cordoning; and
+#: network-unavailable for a pod on the host's network.
 _DAEMON_TOLERATED = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
                                "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
-                               "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
-                               "node.kubernetes.io/network-unavailable"})
+                               "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable"})
+_HOST_NETWORK_TOLERATED = "node.kubernetes.io/network-unavailable"
 _FILTERING = ("NoSchedule", "NoExecute")
 
 
 def _untolerated_taints(subject: str, spec: Mapping, placed: list) -> list[Finding]:
     """A GPU DaemonSet whose selector matches GPU nodes that carry a NoSchedule or NoExecute taint its pods do
     not tolerate: the DaemonSet controller leaves those nodes out (no pod, not even a Pending one)."""
-    tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)] \
-        if is_list(spec.get("tolerations") or []) else []
+    given = spec.get("tolerations")
+    tolerations = [t for t in given if isinstance(t, Mapping)] if is_list(given) else []
+    own = _DAEMON_TOLERATED | ({_HOST_NETWORK_TOLERATED} if spec.get("hostNetwork") is True else set())
     missed: dict[str, list] = {}
     for n in placed:
         for t in getattr(n, "taints", ()) or ():
-            if t.effect in _FILTERING and t.key not in _DAEMON_TOLERATED \
+            if t.effect in _FILTERING and t.key not in own \
                     and not tolerates_any(tolerations, t.key, t.value, t.effect):
                 missed.setdefault(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}",
                                   []).append(n)

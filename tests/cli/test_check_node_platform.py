@@ -190,3 +190,14 @@ def test_taints_the_daemonset_controller_tolerates_itself_are_not_findings(tmp_p
     ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
     code, out = check(tmp_path, [ds], tainted_gpu_node(tmp_path, cordoned))
     assert [u for u in out["unschedulable"] if u["reason"] == "policy"] == []
+
+
+def test_network_unavailable_is_tolerated_by_the_controller_only_for_a_pod_on_the_host_network(tmp_path):
+    taint = {"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}
+    ds = gpu_daemonset({"feature.node.kubernetes.io/pci-10de.present": "true"})
+    code, out = check(tmp_path, [ds], tainted_gpu_node(tmp_path, taint))
+    refused = [u["workload"] for u in out["unschedulable"] if u["reason"] == "policy"]
+    assert refused == ["DaemonSet/mon/gpu-exporter"]
+    ds["spec"]["template"]["spec"]["hostNetwork"] = True
+    code, out = check(tmp_path, [ds], tainted_gpu_node(tmp_path, taint))
+    assert [u for u in out["unschedulable"] if u["reason"] == "policy"] == []
