@@ -226,8 +226,8 @@ class Simulation:
         return cycle, (used, allocated)
 
     def _decisive(self, snap: Snapshot, tied: np.ndarray, claims: bool) -> bool:
-        if snap.n >= _WHOLE_FLEET or claims:
-            return True  # where a node sits in the order, or which devices it has, matters later
+        if snap.n >= _WHOLE_FLEET or claims or snap.ports is not None:
+            return True  # where a node sits in the order, which devices or host ports it has, matters later
         first = tied[0]
         arrays = [snap.pod_count, *snap.requested.values(), *snap.nonzero.values(), *snap.alloc.values(),
                   self.kind_of]
