@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from gpufleet.scheduling.admission.pods import pod_requests, quantities
+from gpufleet.scheduling.admission.pods import pod_request_quantities, quantities
 from gpufleet.scheduling.admission.quantities import Q, quantity_string
 from gpufleet.scheduling.pods_on_nodes import selector_matches  # metav1.LabelSelector; null selects nothing, as Kueue's namespaceSelector
 from gpufleet.taints import tolerates_taint
@@ -220,7 +220,7 @@ class KueueState:
         labels = self.namespace_labels.get(namespace, {"kubernetes.io/metadata.name": namespace})
         if not selector_matches(cq.namespace_selector, labels):
             return "never", ref, "workload namespace doesn't match ClusterQueue selector", None
-        per_pod = pod_requests(spec)
+        per_pod = pod_request_quantities(spec)
         covered = {r for group, _ in cq.groups for r in group}
         wanted = {r: units(r, v) * count for r, v in sorted(per_pod.items()) if units(r, v) > 0}
         if "pods" in covered:

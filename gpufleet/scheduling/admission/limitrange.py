@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpufleet.scheduling.admission.model import Defaulted
-from gpufleet.scheduling.admission.pods import containers, pod_limits, pod_requests, quantities, requests_limits
+from gpufleet.scheduling.admission.pods import containers, pod_limit_quantities, pod_request_quantities, \
+    quantities, requests_limits
 from gpufleet.scheduling.admission.quantities import Q
 
 CONTAINER, POD = "Container", "Pod"
@@ -153,7 +154,8 @@ def violations(spec: dict, lr: LimitRange) -> list[str]:
                     if list_key == key:
                         errors += _item_errors(item, *requests_limits(c))
         elif item.type == POD:
-            errors += _item_errors(item, pod_requests(spec, overhead=False), pod_limits(spec, overhead=False))
+            pod_req = pod_request_quantities(spec, overhead=False)
+            errors += _item_errors(item, pod_req, pod_limit_quantities(spec, overhead=False))
     return list(dict.fromkeys(errors))
 
 

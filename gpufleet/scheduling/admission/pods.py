@@ -1,9 +1,9 @@
 """Pod specs as admission sees them: container resources as quantities, pod sums, QoS, generated names.
 
 Sources (kubernetes/kubernetes v1.34): `pkg/apis/core/v1/defaults.go` SetDefaults_Pod (a container's missing
-request defaults to its limit, on every created pod, templates' pods included); `pkg/api/v1/resource/helpers.go`
-PodRequests/PodLimits (init containers by the max rule, sidecars added, overhead on top) as the quota
-evaluator uses them; `pkg/apis/core/v1/helper/qos` GetPodQOS (only cpu and memory decide BestEffort).
+request defaults to its limit, on every created pod, templates' pods included); PodRequests/PodLimits as the
+quota evaluator uses them (the one rule in gpufleet.capacity.requests, here over printable quantities);
+`pkg/apis/core/v1/helper/qos` GetPodQOS (only cpu and memory decide BestEffort).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from gpufleet.capacity.requests import pod_amounts
 from gpufleet.scheduling.admission.quantities import Q, q
 from gpufleet.scheduling.manifests import PodWorkload
 
@@ -66,56 +67,17 @@ def with_defaulted_requests(spec: dict) -> dict:
     return out
 
 
-def _add(into: dict[str, Q], more: dict[str, Q]) -> None:
-    for name, value in more.items():
-        into[name] = into[name] + value if name in into else value
+def pod_request_quantities(spec: dict, overhead: bool = True) -> dict[str, Q]:
+    """PodRequests as quantities: what the pod asks for (the quota evaluator adds `spec.overhead`; the
+    LimitRanger does not). Requests are read as written: admission defaults them from limits first."""
+    extra = quantities(spec.get("overhead")) if overhead else None
+    return pod_amounts(spec, lambda c: requests_limits(c)[0], extra)
 
 
-def _max(into: dict[str, Q], more: dict[str, Q]) -> None:
-    for name, value in more.items():
-        if name not in into or value.value > into[name].value:
-            into[name] = value
-
-
-def _pod_sum(spec: dict, which: int) -> dict[str, Q]:
-    total: dict[str, Q] = {}
-    for c in spec.get("containers") or ():
-        if isinstance(c, dict):
-            _add(total, requests_limits(c)[which])
-    init_max: dict[str, Q] = {}
-    sidecars: dict[str, Q] = {}
-    for c in spec.get("initContainers") or ():
-        if not isinstance(c, dict):
-            continue
-        own = requests_limits(c)[which]
-        if c.get("restartPolicy") == "Always":
-            _add(total, own)
-            _add(sidecars, own)
-            _max(init_max, dict(sidecars))
-        else:
-            need = dict(own)
-            _add(need, sidecars)
-            _max(init_max, need)
-    _max(total, init_max)
-    return total
-
-
-def pod_requests(spec: dict, overhead: bool = True) -> dict[str, Q]:
-    """PodRequests: what the pod asks for (the quota evaluator adds `spec.overhead`; the LimitRanger does not)."""
-    total = _pod_sum(spec, 0)
-    if overhead:
-        _add(total, quantities(spec.get("overhead")))
-    return total
-
-
-def pod_limits(spec: dict, overhead: bool = True) -> dict[str, Q]:
-    """PodLimits; overhead is added only to resources that have a limit."""
-    total = _pod_sum(spec, 1)
-    if overhead:
-        for name, value in quantities(spec.get("overhead")).items():
-            if name in total:
-                total[name] = total[name] + value
-    return total
+def pod_limit_quantities(spec: dict, overhead: bool = True) -> dict[str, Q]:
+    """PodLimits as quantities; overhead is added only to resources that have a limit."""
+    extra = quantities(spec.get("overhead")) if overhead else None
+    return pod_amounts(spec, lambda c: requests_limits(c)[1], extra, overhead_where_set=True)
 
 
 def is_best_effort(spec: dict) -> bool:

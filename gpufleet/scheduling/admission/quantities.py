@@ -35,6 +35,10 @@ class Q:
         # Quantity.Add: the sum keeps the receiver's format, unless the receiver is zero.
         return Q(self.value + other.value, other.binary if self.value == 0 else self.binary)
 
+    def __gt__(self, other: Q) -> bool:
+        # Quantity.Cmp(other) > 0: by value, whatever the format.
+        return self.value > other.value
+
     @property
     def milli(self) -> int:
         """MilliValue(): rounded up to a whole thousandth."""

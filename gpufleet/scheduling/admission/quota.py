@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpufleet.scheduling.admission.pods import containers, is_best_effort, pod_limits, pod_requests, \
-    quantities, requests_limits
+from gpufleet.scheduling.admission.pods import containers, is_best_effort, pod_limit_quantities, \
+    pod_request_quantities, quantities, requests_limits
 from gpufleet.scheduling.admission.quantities import Q, ZERO
 from gpufleet.validation.resources import is_extended, is_native
 
@@ -122,7 +122,8 @@ def _scope_matches(scope: str, operator: str, values: tuple[str, ...], spec: dic
 
 def pod_usage(spec: dict) -> dict[str, Q]:
     """What one pod counts against quota (podComputeUsageHelper over PodRequests/PodLimits), zeros left out."""
-    return {k: v for k, v in _compute_usage(pod_requests(spec), pod_limits(spec)).items() if v.value != 0}
+    usage = _compute_usage(pod_request_quantities(spec), pod_limit_quantities(spec))
+    return {k: v for k, v in usage.items() if v.value != 0}
 
 
 def _compute_usage(requests: dict[str, Q], limits: dict[str, Q]) -> dict[str, Q]:
