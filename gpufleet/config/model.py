@@ -23,10 +23,11 @@ from pydantic_core import PydanticCustomError
 
 from gpufleet.config._base import Model
 from gpufleet.nvidia.model_memory.hf_config import HfConfigError, hf_config_facts
+from gpufleet.nvidia.model_memory.quantization import METHODS
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
 KvDtype = Literal["auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"]
-Quantization = Literal["fp8", "compressed-tensors", "awq", "gptq", "bitsandbytes", "mxfp4"]
+Quantization = Literal[METHODS]  # type: ignore[valid-type]  # the one list of formats gpufleet sizes
 INDEX_NAME = "model.safetensors.index.json"
 #: config.json fact -> the field that overrides it.
 _FACT_FIELDS = {"layers": "layers", "kv_heads": "kv_heads", "head_dim": "head_dim", "hidden_size": "hidden_size",

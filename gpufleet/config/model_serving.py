@@ -8,6 +8,7 @@ from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia.model_memory.attention import AttentionConfigError, kv_layout
 from gpufleet.nvidia.model_memory.checkpoint import CheckpointConfigError, read_checkpoint, weights_per_gpu
 from gpufleet.nvidia.model_memory.flags import image_version, read_flags
+from gpufleet.nvidia.model_memory.quantization import method_of
 from gpufleet.nvidia.model_memory.served import ServedModel, activation_shape, from_facts
 from gpufleet.nvidia.model_memory.vllm import MIB, VllmArgs, default_utilization
 
@@ -23,7 +24,6 @@ _FLAG_FIELDS = {"max_model_len": ("max_model_len", "maxModelLen"), "max_num_seqs
                 "enforce_eager": ("enforce_eager", "enforceEager"),
                 "kv_cache_dtype": ("kv_cache_dtype", "kvCacheDtype"), "quantization": ("quantization", "quantization")}
 _VLLM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
-_MARLIN_NAMES = {"awq_marlin": "awq", "gptq_marlin": "gptq"}
 
 
 def is_vllm(image: str) -> bool:
@@ -38,7 +38,7 @@ def _same(key: str, flag_value, field_value) -> bool:
         a, b = norm.get(flag_value, flag_value), norm.get(field_value, field_value)
         return a == b or (a.startswith("fp8") and b.startswith("fp8") and "fp8" in (a, b))
     if key == "quantization":
-        return _MARLIN_NAMES.get(flag_value, flag_value) == field_value
+        return method_of(flag_value) == field_value
     return flag_value == field_value
 
 
@@ -115,7 +115,7 @@ def served_model(model, image: str = "", argv=()) -> ServedModel:
     quant = settings["quantization"] or ("fp8" if model.dtype == "fp8" else None)  # vLLM's online FP8
     try:
         ckpt = read_checkpoint(doc, model.index, dtype=None if dtype in (None, "auto") else dtype,
-                               quantization=_MARLIN_NAMES.get(quant, quant))
+                               quantization=None if quant is None else method_of(quant))
         weights = weights_per_gpu(ckpt, args.tensor_parallel, args.pipeline_parallel, args.data_parallel,
                                   args.expert_parallel)
         element = 4 if dtype in ("float32", "float") else 2

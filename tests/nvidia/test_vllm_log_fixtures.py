@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.nvidia.model_memory.quantization import METHODS
+
 RECORDS = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-logs" / "records.json"
 
 #: Every record carries every field (null where the log does not say).
@@ -35,7 +37,8 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "enable_expert_parallel": (bool,), "holdout": (bool,),
 }
 REQUIRED_NOT_NULL = ("id", "source", "started", "lines", "holdout")
-QUANTIZATIONS = {"fp8", "awq", "gptq", "bitsandbytes", "mxfp4", "compressed-tensors", "auto_round", "modelopt"}
+#: formats the records name: those gpufleet sizes, and two that a checkpoint's config.json names for itself
+QUANTIZATIONS = {*METHODS, "auto_round", "modelopt"}
 DTYPES = {"bfloat16", "float16", "float32"}
 KV_DTYPES = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_ds_mla"}
 REFUSAL_KINDS = {"kv_too_small_for_one_sequence", "no_memory_for_cache", "oom_loading", "oom_profiling", "oom",

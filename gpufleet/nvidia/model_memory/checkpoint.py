@@ -73,7 +73,7 @@ class WeightGroups:
 @dataclass(frozen=True)
 class Checkpoint:
     architecture: str | None
-    quantization: str | None   # 'fp8', 'compressed-tensors', 'awq', 'gptq', 'bitsandbytes', 'mxfp4' or None
+    quantization: str | None   # one of quantization.METHODS, or None
     parameters: int            # all parameters vLLM loads (every expert), MTP layers excluded
     groups: WeightGroups       # bytes as stored
     total_bytes: int           # groups.total (+ not_loaded == metadata.total_size when an index is given)

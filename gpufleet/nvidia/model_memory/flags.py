@@ -14,11 +14,9 @@ import re
 from dataclasses import dataclass
 
 from gpufleet.nvidia.model_memory.attention import KV_DTYPE_BYTES
+from gpufleet.nvidia.model_memory.quantization import VLLM_FLAG_VALUES
 from gpufleet.nvidia.model_memory.vllm_cli import Token, options_for, options_in, server_arguments
 
-#: vLLM --quantization values gpufleet sizes (others are read from config.json's quantization_config).
-QUANTIZATIONS = ("fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "bitsandbytes", "mxfp4", "compressed-tensors",
-                 "modelopt", "modelopt_fp4", "fbgemm_fp8", "experts_int8")
 DTYPES = ("auto", "bfloat16", "float16", "half", "float32", "float")
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
@@ -46,7 +44,7 @@ FLAGS = (
     _Flag(("--no-enable-chunked-prefill",), "chunked_prefill", "nobool"),
     _Flag(("--kv-cache-dtype",), "kv_cache_dtype", "choice", ("auto", *KV_DTYPE_BYTES)),
     _Flag(("--block-size",), "block_size", "choice", tuple(str(b) for b in BLOCK_SIZES)),
-    _Flag(("--quantization", "-q"), "quantization", "choice", QUANTIZATIONS),
+    _Flag(("--quantization", "-q"), "quantization", "choice", VLLM_FLAG_VALUES),
     _Flag(("--dtype",), "dtype", "choice", DTYPES),
     _Flag(("--cpu-offload-gb",), "cpu_offload_gb", "float"),
 )

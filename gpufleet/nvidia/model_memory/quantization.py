@@ -40,11 +40,24 @@ class CheckpointConfigError(ValueError):
     """config.json (or the safetensors index) lacks a field, or has a bad value; the message names it."""
 
 
-#: quantization names this package reports (quant_method values of config.json map onto them).
+# The one list of quantization names: the config's `quantization:` field, vLLM's `--quantization` flag and
+# config.json's `quant_method` are all read through these (tests/nvidia/test_quantization_names.py).
+
+#: The quantization formats gpufleet sizes, by the names it reports (and `model.quantization` takes).
 METHODS = ("fp8", "compressed-tensors", "awq", "gptq", "bitsandbytes", "mxfp4")
-_ALIASES = {"fp8": "fp8", "fbgemm_fp8": "fp8", "compressed-tensors": "compressed-tensors",
-            "compressed_tensors": "compressed-tensors", "awq": "awq", "awq_marlin": "awq", "gptq": "gptq",
-            "gptq_marlin": "gptq", "bitsandbytes": "bitsandbytes", "mxfp4": "mxfp4"}
+#: vLLM `--quantization` kernels that load a format's checkpoint as it is stored -> that format.
+VLLM_KERNELS = {"fbgemm_fp8": "fp8", "awq_marlin": "awq", "gptq_marlin": "gptq"}
+#: vLLM `--quantization` values accepted but not sized from the flag: config.json's quantization_config says.
+VLLM_FROM_CONFIG = ("modelopt", "modelopt_fp4", "experts_int8")
+#: Every `--quantization` value gpufleet accepts.
+VLLM_FLAG_VALUES = (*METHODS, *VLLM_KERNELS, *VLLM_FROM_CONFIG)
+#: Every name of a sized format (config.json also writes `compressed_tensors`) -> the format.
+_ALIASES = {**{m: m for m in METHODS}, **VLLM_KERNELS, "compressed_tensors": "compressed-tensors"}
+
+
+def method_of(name: str) -> str:
+    """The format a vLLM kernel name loads (`awq_marlin` -> `awq`); any other name as it is."""
+    return VLLM_KERNELS.get(name, name)
 
 
 @dataclass(frozen=True)
