@@ -24,7 +24,8 @@ SHELL = {"sh", "bash", "shell", "console"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 PROMPT = "$ "
 ELLIPSIS = re.compile(r"\.\.\.|…")
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: Terminal control sequences: CSI (colours, cursor moves) and OSC (e.g. a query of the background colour).
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 #: The terminal the docs' output was shown in.
 COLUMNS, LINES = 80, 50
 
@@ -141,14 +142,19 @@ class Ran:
     output: str  # standard output and error as a terminal showed them, without colour codes
 
 
-def run_in_terminal(command: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> Ran:
-    """Run a shell command line with a terminal of COLUMNS x LINES as its standard output and error."""
+def run_in_terminal(command: str, cwd: Path, env: dict[str, str], timeout: float = 120,
+                    answers: dict[str, bytes] | None = None) -> Ran:
+    """Run a shell command line with a terminal of COLUMNS x LINES as its standard output and error. With
+    `answers` (a prompt's text -> the keys a person types at it), the terminal is its standard input too, and
+    each prompt is answered once, when its text shows."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
     proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env,
-                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True)
+                            stdin=slave if answers is not None else subprocess.DEVNULL, stdout=slave,
+                            stderr=slave, start_new_session=True)
     os.close(slave)
     chunks, deadline, code = [], time.monotonic() + timeout, None
+    waiting, recent = dict(answers or {}), b""
     try:
         while True:
             ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
@@ -163,6 +169,11 @@ def run_in_terminal(command: str, cwd: Path, env: dict[str, str], timeout: float
             if not data:
                 break
             chunks.append(data)
+            if waiting:  # a prompt is looked for in what the terminal showed last
+                recent = (recent + data)[-8192:]
+                shown = ANSI.sub("", recent.decode("utf-8", "replace"))
+                for prompt in [p for p in waiting if p in shown]:
+                    os.write(master, waiting.pop(prompt))
     finally:
         os.close(master)
         returned = proc.wait()

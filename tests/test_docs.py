@@ -91,7 +91,9 @@ NOT_RUN = [
      "reads a live cluster (no --nodes, no --stack)"),
 ]
 #: Blocks another test runs whole: (text in the block, which test).
-RUN_ELSEWHERE = [("scripts/pr-preview --base", "tests/test_pr_preview.py runs this block in a fresh clone")]
+RUN_ELSEWHERE = [("scripts/pr-preview --base", "tests/test_pr_preview.py runs this block in a fresh clone"),
+                 ("pulumi preview --policy-pack policies",
+                  "tests/e2e/test_pulumi_up.py types this block in a terminal against the test cluster")]
 #: Examples whose doc is out of date, until the section's owner brings it up to date: (doc, command) -> what
 #: is wrong. Strict: once the example passes, its entry must go.
 STALE: dict[tuple[str, str], str] = {}

@@ -30,6 +30,8 @@ from tests.e2e.cluster import ROOT, Api, Cluster
 
 BUILD_SCRIPT = ROOT / "scripts" / "build-pulumi-tools"
 PASSPHRASE = "gpufleet-e2e"
+#: The ingress address CloudEmulator gives every LoadBalancer Service (TEST-NET-1: routes nowhere).
+LOAD_BALANCER_IP = "192.0.2.10"
 #: Repository entries the temp project must not link: stack files are copied, the rest is noise.
 NOT_LINKED = {".git", ".cache", "build", "third_party"}
 
@@ -102,9 +104,13 @@ class Engine:
     def stack_file(self, stack: str) -> Path:
         return self.project / f"Pulumi.{stack}.yaml"
 
+    def add_stack_file(self, stack: str) -> None:
+        """The shipped `Pulumi.STACK.yaml`, as a clone of the repository has it."""
+        shutil.copyfile(ROOT / f"Pulumi.{stack}.yaml", self.stack_file(stack))
+
     def init(self, stack: str, secrets: dict[str, str]) -> None:
         """`pulumi stack init STACK` with the shipped stack file, then each secret set with --secret."""
-        shutil.copyfile(ROOT / f"Pulumi.{stack}.yaml", self.stack_file(stack))
+        self.add_stack_file(stack)
         self("stack", "init", stack, "--secrets-provider", "passphrase")
         for key, value in secrets.items():
             self("config", "set", "--secret", f"gpufleet:{key}", value, "--stack", stack)
@@ -175,7 +181,7 @@ class CloudEmulator:
             if svc["spec"].get("type") == "LoadBalancer" and not svc.get("status", {}).get(
                     "loadBalancer", {}).get("ingress"):
                 self._patch_status(f"/api/v1/namespaces/{meta['namespace']}/services/{meta['name']}",
-                                   {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}})
+                                   {"status": {"loadBalancer": {"ingress": [{"ip": LOAD_BALANCER_IP}]}}})
         _, pods = self.api.request("GET", "/api/v1/pods")
         for pod in pods.get("items") or ():
             meta = pod["metadata"]

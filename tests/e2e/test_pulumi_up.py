@@ -14,6 +14,8 @@ a passphrase secrets provider, as a user deploys a stack:
   same policy set to advisory is printed as a warning and refuses nothing;
 - the pull-request workflow's preview step (scripts/stack-preview) shows a reviewer the change through the
   real `pulumi preview --diff` where the CLI is on PATH, through the offline plan diff where it is not.
+- README.md's "Deploying for real" commands, typed as written in a terminal by a new user (fresh clone,
+  local backend), deploy the dev stack: `up` asks first, and after "yes" the cluster holds the plan.
 
 The Helm charts come from the pinned upstream archives (tests/upstream_files.py; skipped when absent), served
 as a Helm repository on loopback through GPUFLEET_CHART_MIRROR.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -33,12 +36,13 @@ import yaml
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.stack import stack_capacity
 from gpufleet.config.loading import load_stack
+from policies import PACK_NAME
 from tests.e2e.cluster import ROOT
 from tests.e2e.conftest import kubectl_runner
 from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
 from tests.e2e.kwok_nodes import create_nodes, wait_nodes_ready
-from tests.e2e.pulumi_engine import (ChartMirror, CloudEmulator, Engine, contains, linked_checkout,
-                                     pulumi_bin, wait_until)
+from tests.e2e.pulumi_engine import (LOAD_BALANCER_IP, ChartMirror, CloudEmulator, Engine, contains,
+                                     linked_checkout, pulumi_bin, wait_until)
 from tests.e2e.workloads import gpufleet, plan_documents
 
 #: Stacks whose full life (preview, up, change, up, destroy) runs here. For dra the test publishes what
@@ -93,9 +97,10 @@ def create_cluster_nodes(api, config, work: Path) -> None:
         publish_driver_devices(api, driver_device_classes(work / "dra-driver"), config)
 
 
-def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
+def prepare(stack: str, tmp_path: Path, cluster,
+            init: bool = True) -> tuple[Engine, list[dict], ChartMirror, CloudEmulator]:
     """The cluster's nodes (for a DRA stack with the driver's devices), the chart mirror, the cloud emulator
-    and an engine with the stack initialised."""
+    and an engine with the stack initialised (with `init` False: only its stack file there, as in a clone)."""
     docs = plan_documents(stack, tmp_path / "plan")
     loaded = load_stack(stack, ROOT)
     mirror = chart_mirror(docs, tmp_path / "mirror")
@@ -104,7 +109,10 @@ def prepare(stack: str, tmp_path: Path, cluster) -> tuple[Engine, list[dict], Ch
     emulator = CloudEmulator(cluster)
     engine = Engine(bins, tmp_path / "pulumi", cluster, mirror.url)
     engine.use_context(loaded.config.cluster.context)
-    engine.init(stack, {k: secret_value(stack, k) for k in loaded.config.secret_config_keys()})
+    if init:
+        engine.init(stack, {k: secret_value(stack, k) for k in loaded.config.secret_config_keys()})
+    else:
+        engine.add_stack_file(stack)
     return engine, docs, mirror, emulator
 
 
@@ -270,6 +278,75 @@ def test_policy_pack_refuses_greed_in_the_real_engine_and_advisory_prints_a_warn
         out = warned.stdout + warned.stderr
         assert "gpu-capacity-fit" in out and "advisory" in out
         assert message[:120] in " ".join(out.split()), out[-4000:]
+    finally:
+        emulator.stop()
+        mirror.stop()
+
+
+#: What the tests' engine sets that a new user's terminal has not: a backend (the user logs in), and no
+#: confirmations (the user is asked).
+USER_UNSET = {"PULUMI_BACKEND_URL", "PULUMI_SKIP_CONFIRMATIONS"}
+#: The question `pulumi up` asks in a terminal (yes, no, details; "no" is selected) and what a person types
+#: to go on: the arrow up to "yes", then Enter.
+CONFIRM_UPDATE = {"Do you want to perform this update?": b"\x1b[A\r"}
+
+
+def readme_deploy_steps():
+    """The commands of README.md's "Deploying for real" block, each with its trailing comment."""
+    from doc_examples import block_containing, examples_of
+
+    return examples_of(block_containing(ROOT / "README.md", "pulumi preview --policy-pack policies"))
+
+
+def test_readme_deploying_for_real_steps_run_as_written_deploy_the_dev_stack(new_cluster, tmp_path):
+    """A new user in a terminal, in a clone with the Pulumi CLI logged in to a local backend and a kubeconfig,
+    types the README's commands as they stand (`<token>` being their token): each succeeds, the preview runs
+    the policy pack, `up` asks before it changes anything, and after "yes" the cluster holds the plan."""
+    from doc_examples import run_in_terminal
+
+    stack, token = "dev", secret_value("dev", "notebookToken")
+    cluster = new_cluster()
+    engine, docs, mirror, emulator = prepare(stack, tmp_path, cluster, init=False)
+    kubectl = kubectl_runner(cluster)
+    # The user's terminal: no backend chosen yet, questions asked (not skipped, not a CI run, whose
+    # variables this test may inherit).
+    env = {**{k: v for k, v in engine.env.items() if k not in USER_UNSET},
+           "TERM": "xterm-256color", "PULUMI_DISABLE_CI_DETECTION": "1"}
+    planned = len(planned_resources(tmp_path / "plan"))
+
+    def typed(command: str):
+        return run_in_terminal(command, engine.project, env, timeout=900, answers=CONFIRM_UPDATE)
+
+    try:
+        login = typed(f"pulumi login file://{engine.state}")
+        assert login.code == 0, login.output
+        shown: dict[str, str] = {}
+        for step in readme_deploy_steps():
+            command = step.command.replace("<token>", token)
+            done = typed(command)
+            if done.code != 0 and step.comment.startswith("or: "):
+                # A new user has no stack yet: `select` says so, and the line's alternative makes one.
+                assert f"no stack named '{stack}' found" in done.output, done.output
+                command = step.comment.removeprefix("or: ")
+                done = typed(command)
+            assert done.code == 0, f"{step.where}: `{command}` exited {done.code}:\n{done.output[-4000:]}"
+            shown[command] = done.output
+
+        assert any(c.startswith("pulumi stack init dev") for c in shown), shown.keys()
+        stack_doc = yaml.safe_load(engine.stack_file(stack).read_text())
+        assert "secure" in stack_doc["config"]["gpufleet:notebookToken"], stack_doc["config"]
+        preview = shown["pulumi preview --policy-pack policies"]
+        ran_pack = rf"Policies:\s+✅ {re.escape(PACK_NAME)}@v\S+ \(local: policies\)"
+        assert re.search(ran_pack, preview), preview[-4000:]
+        assert f"+ {planned} to create" in preview, preview[-4000:]
+        up = shown["pulumi up"]
+        assert "Do you want to perform this update?" in up, up[-4000:]
+        assert f"+ {planned} created" in up, up[-4000:]
+        assert f'"{LOAD_BALANCER_IP}"' in up.split("Outputs:", 1)[-1], up[-4000:]  # the services' endpoints
+        assert_cluster_holds(cluster, kubectl, tmp_path, docs, {"notebookToken": token})
+        state_text = "".join(p.read_text(errors="replace") for p in engine.state.rglob("*") if p.is_file())
+        for text in (*shown.values(), state_text, engine.stack_file(stack).read_text()):
+            assert token not in text
     finally:
         emulator.stop()
         mirror.stop()
