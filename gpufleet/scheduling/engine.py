@@ -28,7 +28,7 @@ from gpufleet.capacity.ports import host_ports
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.admission import Admission, admit
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import has_pod_rules, matches_node_affinity, pod_terms
+from gpufleet.scheduling.filters import default_framework, has_pod_rules, matches_node_affinity, pod_terms
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
 from gpufleet.scheduling.node_tree import tree_order
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
@@ -93,7 +93,8 @@ class _Check:
         ordered = [node_list[i] for i in tree_order(node_list)]
         self.snapshot = Snapshot(ordered, pods)
         self.nodes, self.running, self.workloads, self.ert = ordered, pods, workloads, ert
-        self.classes = NodeClasses(ordered, (w.spec for w in workloads))
+        self.framework = default_framework()  # every pod has the default scheduler's profile
+        self.classes = NodeClasses(ordered, (w.spec for w in workloads), self.framework)
         self.class_of = np.array(self.classes.of, dtype=np.int64)
         self.images = ImageStates(ordered)
         self.result = CheckResult()
@@ -171,7 +172,7 @@ class _Check:
             w = self.workloads[i]
             terms = pod_terms(w.spec, shapes[i].requests, self.ert)
             ok = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
-            out[i] = PodConstraints(w.spec, w.namespace, w.labels, ok[self.class_of])
+            out[i] = PodConstraints(self.framework, w.spec, w.namespace, w.labels, ok[self.class_of])
         return out
 
     def _admit(self, w: PodWorkload) -> PodShape | Unschedulable | Warning | None:

@@ -1,16 +1,14 @@
-"""What a pod's placement depends on besides its own node: other pods, through topology spread and pod
-(anti-)affinity. Wires gpufleet.scheduling.plugins.podtopologyspread and .interpodaffinity to one run's
-state: the pods on each node (labels) and the terms of the pods the check placed.
+"""What a pod's placement depends on besides its own node: other pods, through the profile's plugins that
+count them (PodTopologySpread, InterPodAffinity), and the state of one run they read: the pods on each node
+(labels) and the terms of the pods the check placed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpufleet.scheduling.plugins import WEIGHTS
+from gpufleet.scheduling.framework.runtime import Framework
 from gpufleet.scheduling.plugins import interpodaffinity as ipa
-from gpufleet.scheduling.plugins import podtopologyspread as pts
-from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
 
 
 class PlacedTerms:
@@ -53,24 +51,18 @@ class PlacedTerms:
 
 
 class PodConstraints:
-    """One workload's pods against the others: filters and scores that depend on where pods are."""
+    """One workload's pods against the others: the filters and scores that depend on where pods are."""
 
-    def __init__(self, spec: dict, namespace: str, labels: dict[str, str], affinity_ok: np.ndarray):
-        self.namespace, self.labels, self.affinity_ok = namespace, labels, affinity_ok
-        self.hard = pts.constraints(spec, labels, "DoNotSchedule")
-        self.soft = pts.constraints(spec, labels, "ScheduleAnyway")
-        self.terms = ipa.terms_of(spec, namespace)
+    def __init__(self, framework: Framework, spec: dict, namespace: str, labels: dict[str, str],
+                 affinity_ok: np.ndarray):
+        self.framework = framework
+        self.states = framework.pod_states(spec, namespace, labels, affinity_ok)
+        found = [s.terms for _, s in self.states if isinstance(s, ipa.plugin.AffinityState)]
+        self.terms = found[0] if found else ipa.Terms([], [], [], [])
+        """The pod's own (anti-)affinity terms, which later pods' InterPodAffinity reads."""
 
-    def filters(self, pods: PodsOnNodes, placed: PlacedTerms, domains) -> list[tuple[str, np.ndarray]]:
-        out = pts.filter_failures(self.hard, pods, domains, self.affinity_ok, self.namespace) if self.hard else []
-        return out + ipa.filter_failures(self.terms, self.namespace, self.labels, pods, domains, placed.required_anti)
+    def filters(self, snap) -> list[tuple[str, np.ndarray]]:
+        return self.framework.run_pod_filters(self.states, snap)
 
-    def scores(self, pods: PodsOnNodes, placed: PlacedTerms, domains, window: np.ndarray) -> np.ndarray | None:
-        total = None
-        if self.soft:
-            total = WEIGHTS["PodTopologySpread"] * pts.score(self.soft, pods, domains, self.affinity_ok,
-                                                             self.namespace, window)
-        affinity = ipa.score(self.terms, self.namespace, self.labels, pods, domains, placed.weighted, window)
-        if affinity is not None:
-            total = WEIGHTS["InterPodAffinity"] * affinity + (0 if total is None else total)
-        return total
+    def scores(self, snap, window: np.ndarray) -> np.ndarray | None:
+        return self.framework.run_pod_scores(self.states, snap, window)

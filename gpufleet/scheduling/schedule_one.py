@@ -5,9 +5,10 @@
    percentageOfNodesToScore). The next cycle starts where this one stopped (nextStartNodeIndex).
 2. No feasible node: the pod stays Pending with the FailedScheduling text.
 3. One feasible node: it is chosen without scoring.
-4. Score the feasible nodes with the default profile's plugins (weights in gpufleet.scheduling.plugins),
-   normalise, sum; selectHost takes the best, a tie broken at random (uniformly, as its reservoir
-   sampling does), with the run's own seeded random generator.
+4. Score the feasible nodes with the pod's profile (gpufleet.scheduling.framework.runtime: PreScore once per
+   pod shape, Score, NormalizeScore, weights from gpufleet.scheduling.plugins.default_plugins), sum;
+   selectHost takes the best, a tie broken at random (uniformly, as its reservoir sampling does), with the
+   run's own seeded random generator.
 
 The filter search is sequential here: the scheduler checks nodes on 16 goroutines and may look at a few
 more nodes than needed before it stops, which only shifts where the next cycle starts.
@@ -21,12 +22,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
-from gpufleet.capacity.quantity import CPU, MEMORY
 from gpufleet.scheduling.filters import failed_scheduling
-from gpufleet.scheduling.plugins import WEIGHTS
-from gpufleet.scheduling.plugins.helper import default_normalize_score
-from gpufleet.scheduling.plugins.noderesources import (balanced_allocation, balanced_allocation_one, least_allocated,
-                                                        least_allocated_one)
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 if TYPE_CHECKING:
@@ -90,7 +86,7 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
     feasible, short = shape.fits_eligible(snap)  # over `at`
     later: dict[str, int] = {}  # reasons of the filters after NodeResourcesFit, on the nodes that reach them
     if pod is not None:
-        for reason, mask in pod.filters(snap.pods, snap.placed, snap.domains):
+        for reason, mask in pod.filters(snap):
             mask = mask[at]
             count = int(np.count_nonzero(feasible & mask))
             if count:
@@ -117,7 +113,7 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
         return Cycle(int(window[0]), processed)
     total = score(snap, shape, window)
     if pod is not None:
-        more = pod.scores(snap.pods, snap.placed, snap.domains, window)
+        more = pod.scores(snap, window)
         if more is not None:
             total = total + more
     best = window[total == total.max()]
@@ -175,39 +171,18 @@ def score(snap: Snapshot, shape: PodShape, window: np.ndarray) -> np.ndarray:
 
 
 def base_scores(snap: Snapshot, shape: PodShape, nodes: np.ndarray) -> np.ndarray:
-    """The scores that each node gets on its own (no normalisation over the scored nodes): NodeResourcesFit,
-    BalancedAllocation and ImageLocality, weighted."""
-    alloc_cpu, alloc_mem = snap.score_alloc[CPU][nodes], snap.score_alloc[MEMORY][nodes]
-    total = WEIGHTS["NodeResourcesFit"] * least_allocated(
-        alloc_cpu, snap.nonzero[CPU][nodes] + shape.nonzero[0], alloc_mem, snap.nonzero[MEMORY][nodes] + shape.nonzero[1])
-    if not shape.best_effort:
-        total += WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation(
-            alloc_cpu, snap.requested[CPU][nodes] + shape.cpu, alloc_mem, snap.requested[MEMORY][nodes] + shape.memory)
-    if shape.image_raw is not None:
-        total += WEIGHTS["ImageLocality"] * shape.image_raw[nodes]
-    return total
+    """The weighted scores that each node gets on its own (no normalisation over the scored nodes)."""
+    return shape.framework.base_scores(snap, shape.scores, nodes)
 
 
 def base_score_one(snap: Snapshot, shape: PodShape, i: int) -> int:
     """`base_scores` for one node, without array operations (a pod just landed there)."""
-    alloc_cpu, alloc_mem = int(snap.score_alloc[CPU][i]), int(snap.score_alloc[MEMORY][i])
-    total = WEIGHTS["NodeResourcesFit"] * least_allocated_one(
-        alloc_cpu, int(snap.nonzero[CPU][i]) + shape.nonzero[0], alloc_mem, int(snap.nonzero[MEMORY][i]) + shape.nonzero[1])
-    if not shape.best_effort:
-        total += WEIGHTS["NodeResourcesBalancedAllocation"] * balanced_allocation_one(
-            alloc_cpu, int(snap.requested[CPU][i]) + shape.cpu, alloc_mem, int(snap.requested[MEMORY][i]) + shape.memory)
-    if shape.image_raw is not None:
-        total += WEIGHTS["ImageLocality"] * int(shape.image_raw[i])
-    return total
+    return shape.framework.base_score_one(snap, shape.scores, i)
 
 
 def window_scores(shape: PodShape, window: np.ndarray, base: np.ndarray) -> np.ndarray:
     """`base` plus the scores normalised over the scored nodes (TaintToleration, NodeAffinity)."""
-    if shape.taint_raw is not None:
-        base = base + WEIGHTS["TaintToleration"] * default_normalize_score(shape.taint_raw[window], reverse=True)
-    if shape.affinity_raw is not None:
-        base = base + WEIGHTS["NodeAffinity"] * default_normalize_score(shape.affinity_raw[window], reverse=False)
-    return base
+    return shape.framework.window_scores(shape.scores, window, base)
 
 
 class Landed:

@@ -3,9 +3,9 @@
 `Snapshot`: per node, in the scheduler's node order (gpufleet.scheduling.node_tree), what its NodeInfo
 holds: allocatable, Requested, NonZeroRequested (cpu, memory) and the number of pods, as numpy arrays,
 updated as pods are placed. `PodShape`: what one pod template asks of every node, computed once per
-template and shared by every run: its request, its static filter result per node (NodeUnschedulable,
-TaintToleration, NodeAffinity: gpufleet.scheduling.filters, once per node class) and its raw scores that
-do not change as pods land (TaintToleration, NodeAffinity, ImageLocality).
+template and shared by every run: its request, its static filter result per node (the profile's filters
+that read the pod and the node alone, once per node class) and its score plugins' states after PreScore
+(the raw scores that do not change as pods land: TaintToleration, NodeAffinity, ImageLocality).
 """
 
 from __future__ import annotations
@@ -14,18 +14,14 @@ from typing import Sequence
 
 import numpy as np
 
-from gpufleet.capacity.kubectl import non_zero
 from gpufleet.capacity.model import BoundPod, Node
-from gpufleet.capacity.ports import host_ports
 from gpufleet.capacity.quantity import CPU, MEMORY, PODS
-from gpufleet.capacity.requests import pod_requests
 from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import TOO_MANY_PODS, PodTerms
+from gpufleet.scheduling.filters import PodTerms
+from gpufleet.scheduling.framework.runtime import Framework
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
-from gpufleet.scheduling.plugins.nodeaffinity import preferred_score, preferred_terms
-from gpufleet.scheduling.plugins.nodeports import REASON as PORTS_TAKEN
-from gpufleet.scheduling.plugins.nodeports import UsedPorts
-from gpufleet.scheduling.plugins.tainttoleration import intolerable_prefer_no_schedule
+from gpufleet.scheduling.plugins.nodeports import NodePorts, UsedPorts
+from gpufleet.scheduling.plugins.noderesources import Fit
 
 _INT = np.int64
 
@@ -100,57 +96,29 @@ class PodShape:
 
     def __init__(self, spec: dict, terms: PodTerms, classes: NodeClasses, static: list[str | None],
                  images: ImageStates, class_of: np.ndarray):
-        self.spec = spec
-        self.requests = pod_requests(spec)
-        self.nonzero = non_zero(spec, self.requests)
+        self.spec, self.terms, self.classes = spec, terms, classes
+        self.images, self.class_of = images, class_of
+        self.framework: Framework = classes.framework
+        self.requests, self.nonzero = _FIT.pre_filter(spec)
         self.cpu, self.memory = self.requests.get(CPU, 0), self.requests.get(MEMORY, 0)
         self.best_effort = not self.cpu and not self.memory
         self.fit = {r: v for r, v in self.requests.items() if v > 0 and r != PODS}
-        self.ports = host_ports(spec)
+        self.ports = _PORTS.pre_filter(spec)
         # Arrays over the fleet are shared by the shapes with equal inputs (the static result, tolerations,
         # preferred terms, images): a fleet's thousands of workloads have a few dozen of each.
         self.static = static
         self.static_of, self.eligible, self.static_counts, self.eligible_nodes = classes.shared(
             ("static", id(static)), lambda: _static_arrays(static, classes, class_of))
-        self.taint_raw = classes.shared(("taints", repr(terms.tolerations)), lambda: _by_class(
-            [intolerable_prefer_no_schedule(node, terms.tolerations) for node in classes.nodes], class_of))
-        preferred = preferred_terms(spec)
-        self.affinity_raw = classes.shared(("preferred", repr(preferred)), lambda: _by_class(
-            [preferred_score(node, preferred) for node in classes.nodes] if preferred else [], class_of))
-        self.image_raw = _image_scores(spec, images, classes)
+        self.scores = self.framework.pre_score(self)
         self.beyond: dict[int, bool] = {}
         """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
         self._possible: np.ndarray | None = None
         self._memo: dict = {}
 
     def fits_mask(self, snap: Snapshot, nodes: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """(nodes that pass every filter so far, per NodeResourcesFit reason the nodes it fails), over all
-        nodes or the given positions."""
-        at = slice(None) if nodes is None else nodes
-        feasible = self.eligible[at].copy()
-        short: dict[str, np.ndarray] = {}
-        taken = None
-        if self.ports and snap.ports is not None:  # NodePorts, before NodeResourcesFit
-            taken = short[PORTS_TAKEN] = snap.ports.taken(self.ports, at)
-            feasible &= ~taken
-        full = snap.pod_count[at] >= snap.alloc[PODS][at]
-        if PODS in snap.unknown:
-            full &= ~snap.unknown[PODS][at]
-        short[TOO_MANY_PODS] = full
-        feasible &= ~full
-        for r, v in self.fit.items():
-            alloc, used = snap.alloc.get(r), snap.requested.get(r)
-            free = (0 if alloc is None else alloc[at]) - (0 if used is None else used[at])
-            lacking = np.asarray(free < v) if alloc is not None or used is not None else np.ones(len(feasible), bool)
-            if r in snap.unknown:
-                lacking = lacking & ~snap.unknown[r][at]
-            short[f"Insufficient {r}"] = lacking
-            feasible &= ~lacking
-        if taken is not None:  # a node that failed NodePorts never reached NodeResourcesFit
-            for reason in short:
-                if reason != PORTS_TAKEN:
-                    short[reason] = short[reason] & ~taken
-        return feasible, short
+        """(nodes that pass every filter so far, per reason the nodes failing it), over all nodes or the given
+        positions (the framework's `run_filter_plugins`)."""
+        return self.framework.run_filter_plugins(snap, self, slice(None) if nodes is None else nodes)
 
     def fits_eligible(self, snap: Snapshot) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """`fits_mask` over the nodes that pass the static filters only (`eligible_nodes`, in order): a node
@@ -183,18 +151,7 @@ class PodShape:
 
     def fits_one(self, snap: Snapshot, i: int) -> bool:
         """`fits_mask` for one node."""
-        if not self.eligible[i]:
-            return False
-        if self.ports and snap.ports is not None and snap.ports.taken_on(self.ports, i):
-            return False
-        if snap.pod_count[i] >= snap.alloc[PODS][i] and not (PODS in snap.unknown and snap.unknown[PODS][i]):
-            return False
-        for r, v in self.fit.items():
-            alloc, used = snap.alloc.get(r), snap.requested.get(r)
-            free = (0 if alloc is None else int(alloc[i])) - (0 if used is None else int(used[i]))
-            if free < v and not (r in snap.unknown and snap.unknown[r][i]):
-                return False
-        return True
+        return self.framework.fits_one(snap, self, i)
 
 
 def _static_arrays(static: list[str | None], classes: NodeClasses, class_of: np.ndarray) -> tuple:
@@ -210,16 +167,4 @@ def _static_arrays(static: list[str | None], classes: NodeClasses, class_of: np.
     return static_of, eligible, counts, np.flatnonzero(eligible)
 
 
-def _by_class(values: list[int], class_of: np.ndarray) -> np.ndarray | None:
-    """Per node its class's value; None when every class has the same (the score cannot differ)."""
-    return np.array(values, dtype=_INT)[class_of] if len(set(values)) > 1 else None
-
-
-def _image_scores(spec: dict, images: ImageStates, classes: NodeClasses) -> np.ndarray | None:
-    if not images:
-        return None
-    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or () if isinstance(c, dict)]
-    if not containers:
-        return None
-    names = tuple(str(c.get("image") or "") for c in containers)
-    return classes.shared(("images", names), lambda: images.scores(names, len(containers)))
+_FIT, _PORTS = Fit(), NodePorts()

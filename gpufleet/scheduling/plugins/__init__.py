@@ -1,10 +1,5 @@
-"""kube-scheduler v1.34's default score plugins, one module each as upstream lays them out.
-
-Each works on numpy arrays over the nodes being scored (positions in the scheduler's node order), so one
-scheduling cycle costs a few array operations whatever the fleet's size. WEIGHTS are the default
-profile's (pkg/scheduler/apis/config/v1/default_plugins.go).
+"""kube-scheduler v1.34's in-tree plugins that gpufleet emulates, one folder each as upstream lays them out
+(pkg/scheduler/framework/plugins/<name>/): each folder holds the plugin's filter, its score and what it
+reads of a pod and a node (its signature fragment). The default profile, their order and weights, is
+`default_plugins`; the runtime that calls them is gpufleet.scheduling.framework.
 """
-
-WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
-           "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
-MAX_NODE_SCORE = 100

@@ -1,10 +1,11 @@
-"""helper.DefaultNormalizeScore (pkg/scheduler/framework/plugins/helper/normalize_score.go)."""
+"""Helpers the plugins share (pkg/scheduler/framework/plugins/helper): DefaultNormalizeScore, and one
+value per node class spread over the nodes."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+from gpufleet.scheduling.framework.interface import MAX_NODE_SCORE
 
 
 def default_normalize_score(scores: np.ndarray, reverse: bool) -> np.ndarray:
@@ -14,3 +15,8 @@ def default_normalize_score(scores: np.ndarray, reverse: bool) -> np.ndarray:
         return np.full(len(scores), MAX_NODE_SCORE if reverse else 0, dtype=np.int64)
     scaled = MAX_NODE_SCORE * scores // top
     return MAX_NODE_SCORE - scaled if reverse else scaled
+
+
+def by_class(values: list[int], class_of: np.ndarray) -> np.ndarray | None:
+    """Per node its class's value; None when every class has the same (the score cannot differ)."""
+    return np.array(values, dtype=np.int64)[class_of] if len(set(values)) > 1 else None

@@ -1,4 +1,5 @@
-"""PodTopologySpread: the pod's own topologySpreadConstraints (plugins/podtopologyspread).
+"""PodTopologySpread: the pod's own topologySpreadConstraints
+(pkg/scheduler/framework/plugins/podtopologyspread, v1.34.1: filtering.go, scoring.go).
 
 Filter, for each `DoNotSchedule` constraint in order: a node without the topology label fails ("missing
 required label"); else its domain's matching pods + 1 (if the pod matches its own selector) - the least
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+from gpufleet.scheduling.framework.interface import MAX_NODE_SCORE, Plugin, Reads
 from gpufleet.scheduling.pods_on_nodes import PodsOnNodes, selector_matches
 
 NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -113,3 +114,34 @@ def score(cons: list[Constraint], pods: PodsOnNodes, domains, affinity_ok: np.nd
     else:
         normal = MAX_NODE_SCORE * (top + low - rounded) // top
     return np.where(ignored, 0, normal)
+
+
+@dataclass(frozen=True)
+class SpreadState:
+    hard: list[Constraint]
+    soft: list[Constraint]
+    namespace: str
+    affinity_ok: np.ndarray
+
+
+class PodTopologySpread(Plugin):
+    """Its answers count other pods, so it runs per workload, never from a cache shared between pod shapes
+    (upstream's SignPod is not implemented for it either)."""
+
+    name = "PodTopologySpread"
+    reads = Reads(pod=("topologySpreadConstraints",), per_node=("labels",))
+
+    def pod_state(self, spec: dict, namespace: str, labels: dict[str, str],
+                  affinity_ok: np.ndarray) -> SpreadState:
+        return SpreadState(constraints(spec, labels, "DoNotSchedule"),
+                           constraints(spec, labels, "ScheduleAnyway"), namespace, affinity_ok)
+
+    def pod_filter(self, state: SpreadState, snap) -> list[tuple[str, np.ndarray]]:
+        if not state.hard:
+            return []
+        return filter_failures(state.hard, snap.pods, snap.domains, state.affinity_ok, state.namespace)
+
+    def pod_score(self, state: SpreadState, snap, window: np.ndarray) -> np.ndarray | None:
+        if not state.soft:
+            return None
+        return score(state.soft, snap.pods, snap.domains, state.affinity_ok, state.namespace, window)

@@ -1,4 +1,5 @@
-"""ImageLocality's score: the pod's images a node already holds, weighted by how many nodes hold them.
+"""ImageLocality (pkg/scheduler/framework/plugins/imagelocality/image_locality.go, v1.34.1): the pod's images
+a node already holds, weighted by how many nodes hold them.
 
 Per container image (normalised: ":latest" added when no tag), a node holding it adds size x (nodes that
 hold it / all nodes); the sum is clamped to [23 MiB, 1000 MiB x containers] and scaled to 0..100. Not
@@ -12,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from gpufleet.capacity.model import Node
-from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+from gpufleet.scheduling.framework.interface import MAX_NODE_SCORE, Plugin, Reads
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -68,3 +69,27 @@ class ImageStates:
         top = MAX_CONTAINER_THRESHOLD * containers
         total = min(max(total, MIN_THRESHOLD), top)
         return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (top - MIN_THRESHOLD)
+
+
+class ImageLocality(Plugin):
+    name = "ImageLocality"
+    reads = Reads(pod=("containers.image", "initContainers.image"), per_node=("images",))
+
+    def pre_score(self, shape) -> np.ndarray | None:
+        """Per node, the pod's score (it does not change as pods land); None when it is the same on all."""
+        images = shape.images
+        if not images:
+            return None
+        spec = shape.spec
+        containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or ()
+                      if isinstance(c, dict)]
+        if not containers:
+            return None
+        names = tuple(str(c.get("image") or "") for c in containers)
+        return shape.classes.shared(("images", names), lambda: images.scores(names, len(containers)))
+
+    def score(self, snap, state: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        return state[nodes]
+
+    def score_one(self, snap, state: np.ndarray, i: int) -> int:
+        return int(state[i])

@@ -1,4 +1,5 @@
-"""InterPodAffinity: required and preferred pod (anti-)affinity (plugins/interpodaffinity).
+"""InterPodAffinity: required and preferred pod (anti-)affinity
+(pkg/scheduler/framework/plugins/interpodaffinity, v1.34.1: filtering.go, scoring.go).
 
 Filter, in the plugin's order:
 1. every required affinity term needs a pod that matches all of them in the node's domain of the term's
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpufleet.scheduling.plugins import MAX_NODE_SCORE
+from gpufleet.scheduling.framework.interface import MAX_NODE_SCORE, Plugin, Reads
 from gpufleet.scheduling.pods_on_nodes import PodsOnNodes, selector_matches
 
 AFFINITY = "node(s) didn't match pod affinity rules"
@@ -154,3 +155,29 @@ def score(own: Terms, namespace: str, labels: dict[str, str], pods: PodsOnNodes,
 
 def _grow(a: np.ndarray, like: np.ndarray) -> np.ndarray:
     return np.pad(a, (0, max(0, len(like) - len(a))))
+
+
+@dataclass(frozen=True)
+class AffinityState:
+    terms: Terms
+    namespace: str
+    labels: dict[str, str]
+
+
+class InterPodAffinity(Plugin):
+    """Its answers count other pods, so it runs per workload, never from a cache shared between pod shapes."""
+
+    name = "InterPodAffinity"
+    reads = Reads(pod=("affinity.podAffinity", "affinity.podAntiAffinity"), per_node=("labels",))
+
+    def pod_state(self, spec: dict, namespace: str, labels: dict[str, str],
+                  affinity_ok: np.ndarray) -> AffinityState:
+        return AffinityState(terms_of(spec, namespace), namespace, labels)
+
+    def pod_filter(self, state: AffinityState, snap) -> list[tuple[str, np.ndarray]]:
+        return filter_failures(state.terms, state.namespace, state.labels, snap.pods, snap.domains,
+                               snap.placed.required_anti)
+
+    def pod_score(self, state: AffinityState, snap, window: np.ndarray) -> np.ndarray | None:
+        return score(state.terms, state.namespace, state.labels, snap.pods, snap.domains,
+                     snap.placed.weighted, window)

@@ -1,4 +1,5 @@
-"""NodePorts: a pod that wants a host port cannot use a node where a pod already holds it (plugins/nodeports).
+"""NodePorts (pkg/scheduler/framework/plugins/nodeports/node_ports.go, v1.34.1): a pod that wants a host port
+cannot use a node where a pod already holds it.
 
 The filter runs after NodeAffinity and before NodeResourcesFit; a pod without host ports skips it. Two
 ports clash when protocol and port are equal and either host IP is 0.0.0.0 or both are the same
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpufleet.capacity.ports import ALL_ADDRESSES, HostPort
+from gpufleet.capacity.ports import ALL_ADDRESSES, HostPort, host_ports
+from gpufleet.scheduling.framework.interface import Plugin, Reads
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 
@@ -53,3 +55,21 @@ class UsedPorts:
                 if counts[node] and (address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address)):
                     return True
         return False
+
+
+class NodePorts(Plugin):
+    name = "NodePorts"
+    reads = Reads(pod=("hostNetwork", "containers.ports", "initContainers.ports",
+                       "initContainers.restartPolicy"))
+
+    def pre_filter(self, spec: dict) -> tuple[HostPort, ...]:
+        """The host ports the pod wants (its PreFilter state)."""
+        return host_ports(spec)
+
+    def filter_nodes(self, snap, shape, at) -> dict[str, np.ndarray]:
+        if shape.ports and snap.ports is not None:  # a pod without host ports skips the filter
+            return {REASON: snap.ports.taken(shape.ports, at)}
+        return {}
+
+    def fails_on(self, snap, shape, i: int) -> bool:
+        return bool(shape.ports and snap.ports is not None and snap.ports.taken_on(shape.ports, i))

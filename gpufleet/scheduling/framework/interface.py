@@ -1,0 +1,72 @@
+"""What a plugin is (pkg/scheduler/framework/interface.go), in gpufleet's array form.
+
+A plugin implements some extension points; the runtime calls only those it has. Every point works on numpy
+arrays over node positions (the scheduler's node order), so a cycle costs a few array operations whatever
+the fleet's size; what depends only on the pod and one node runs once per node class.
+
+Extension points, in the order a cycle runs them:
+- `pre_filter(pod) -> state`: the pod's part the plugin's filter reads (TaintToleration: the tolerations).
+- `filter_node(node, terms) -> reason | None`: a filter that reads the pod and the node alone (run once per
+  node class; gpufleet.scheduling.classes).
+- `filter_nodes(snap, shape, at) -> {reason: mask}`: a filter that reads what is placed on the nodes; `at`
+  is the positions (or a slice); `fails_on(snap, shape, i)` is the same for one node.
+- `pre_score(shape) -> state | None`: what the score needs from the pod, computed once per pod shape; None
+  skips the plugin for that pod (upstream's Skip status).
+- `score(snap, state, nodes) -> raw` and `score_one(snap, state, i)`: a score of each node on its own; or
+  `raw` (an array over all nodes, from `pre_score`) with `normalize_score(raw_of_window)` for a score that
+  is normalised over the scored nodes (NormalizeScore).
+Plugins whose filter and score count other pods (PodTopologySpread, InterPodAffinity) have
+`pod_filter(state, snap) -> [(reason, mask)]` and `pod_score(state, snap, window) -> scores | None`, with
+`pod_state(spec, namespace, labels, affinity_ok)` as their PreFilter / PreScore.
+
+`reads` is the plugin's signature fragment (upstream's SignPod, extended to nodes): the pod spec fields
+and node attributes the plugin reads. Cache keys are built from it (gpufleet.scheduling.framework.runtime
+`sign_pod`, gpufleet.scheduling.classes), and tests/scheduling/test_plugin_reads.py fails when a plugin
+reads something it does not declare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+MAX_NODE_SCORE = 100
+"""framework.MaxNodeScore."""
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a plugin reads of a pod and a node."""
+
+    pod: tuple[str, ...] = ()
+    """Dotted paths into the pod spec (`affinity.nodeAffinity`); a path covers everything below it."""
+    node: tuple[str, ...] = ()
+    """Node attributes whose values are the same for every node of a class (they key the node classes)."""
+    per_node: tuple[str, ...] = ()
+    """Node attributes read through per-position arrays (allocatable, images): never part of a class key."""
+
+
+def spec_at(spec: Any, path: str) -> Any:
+    """The value at a dotted path of a pod spec, a list of values where a step is a list (`containers.image`:
+    each container's image); None where a step is missing or not a mapping."""
+    step, _, rest = path.partition(".")
+    if isinstance(spec, list):
+        return [spec_at(item, path) for item in spec]
+    value = spec.get(step) if isinstance(spec, dict) else None
+    return spec_at(value, rest) if rest else value
+
+
+class Plugin:
+    """A scheduler plugin: a name, its reads, and the extension points it implements (module docstring)."""
+
+    name: ClassVar[str] = ""
+    reads: ClassVar[Reads] = Reads()
+
+    def sign_pod(self, spec: dict) -> tuple:
+        """The plugin's fragment of the pod signature: the values at its declared pod paths."""
+        return tuple(repr(spec_at(spec, path)) for path in self.reads.pod)
+
+    def sign_node(self, node: Any, context: Any = None) -> tuple:
+        """The plugin's fragment of a node class key; `context`: what the check's pods select on (plugins
+        that read only some labels narrow their fragment with it)."""
+        return tuple(getattr(node, attribute) for attribute in self.reads.node)

@@ -1,0 +1,146 @@
+"""The framework runtime (pkg/scheduler/framework/runtime/framework.go, v1.34.1): a profile's plugins called
+at each extension point, in the profile's order, their scores normalised and weighted.
+
+`Framework(profile)` sorts the profile's plugins by the extension points they implement (see
+gpufleet.scheduling.framework.interface) once; a pod shape then asks it for
+- the static filters (RunFilterPlugins on what the pod and the node alone decide, once per node class);
+- the filters over placed pods (RunFilterPlugins on NodePorts, NodeResourcesFit: `run_filter_plugins`);
+- the filters and scores that count other pods (`run_pod_filters`, `run_pod_scores`);
+- its scores (PreScore once per shape: `pre_score`; Score and NormalizeScore: `base_scores` for the scores a
+  node gets on its own, kept between cycles, `window_scores` for those normalised over the scored nodes).
+A node reports its first failing filter, except that one plugin reports every reason it fails for (as
+NodeResourcesFit names each resource it lacks).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from gpufleet.scheduling.framework.interface import Plugin
+
+
+class Scores:
+    """One pod shape's score plugins after PreScore: (weight, plugin, state) of those that run."""
+
+    __slots__ = ("own", "normalized")
+
+    def __init__(self, own: list[tuple[int, Plugin, Any]], normalized: list[tuple[int, Plugin, np.ndarray]]):
+        self.own = own
+        """Scores of each node on its own (Score)."""
+        self.normalized = normalized
+        """Raw scores over all nodes, normalised over the scored nodes (NormalizeScore)."""
+
+
+class Framework:
+    def __init__(self, profile: Sequence[tuple[Plugin, int | None]]):
+        self.plugins = [plugin for plugin, _ in profile]
+        self.weights = {plugin.name: weight for plugin, weight in profile}
+        self.static_filters = [p for p in self.plugins if hasattr(p, "filter_node")]
+        self.node_filters = [p for p in self.plugins if hasattr(p, "filter_nodes")]
+        self.pod_plugins = [p for p in self.plugins if hasattr(p, "pod_state")]
+        self.scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pre_score")]
+        self.pod_scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pod_score")]
+
+    # signatures
+
+    def sign_pod(self, spec: dict) -> tuple:
+        """The pod's signature: every plugin's fragment (pods with equal signatures share a pod shape)."""
+        return tuple(p.sign_pod(spec) for p in self.plugins)
+
+    def node_contexts(self, specs: Iterable[Any]) -> list[Any]:
+        """Per plugin, what the check's pods make it read of nodes (NodeAffinity: the selected labels)."""
+        specs = list(specs)
+        return [p.node_context(specs) if hasattr(p, "node_context") else None for p in self.plugins]
+
+    def sign_node(self, node: Any, contexts: list[Any]) -> tuple:
+        """The node's class key: every plugin's fragment (nodes with equal keys are one class)."""
+        return tuple(p.sign_node(node, c) for p, c in zip(self.plugins, contexts))
+
+    # filters
+
+    def run_static_filters(self, node: Any, terms: Any) -> str | None:
+        """The first failing filter that reads only the pod and the node, as its reason; None if all pass."""
+        for plugin in self.static_filters:
+            reason = plugin.filter_node(node, terms)
+            if reason is not None:
+                return reason
+        return None
+
+    def run_filter_plugins(self, snap, shape, at) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(nodes of `at` that pass every filter, per reason the nodes failing it). A node failing one plugin
+        never reaches the later ones; `shape.eligible` already holds the static filters' answer."""
+        feasible = shape.eligible[at].copy()
+        short: dict[str, np.ndarray] = {}
+        failed = None
+        for plugin in self.node_filters:
+            found = plugin.filter_nodes(snap, shape, at)
+            if not found:
+                continue
+            if failed is not None:
+                found = {reason: mask & ~failed for reason, mask in found.items()}
+            short.update(found)
+            masks = list(found.values())
+            here = np.logical_or.reduce(masks) if len(masks) > 1 else masks[0]
+            feasible &= ~here
+            failed = here if failed is None else failed | here
+        return feasible, short
+
+    def fits_one(self, snap, shape, i: int) -> bool:
+        """`run_filter_plugins` for one node."""
+        return bool(shape.eligible[i]) and not any(p.fails_on(snap, shape, i) for p in self.node_filters)
+
+    def pod_states(self, spec: dict, namespace: str, labels: dict[str, str], affinity_ok: np.ndarray) -> list:
+        """PreFilter of the plugins that count other pods: (plugin, state) each."""
+        return [(p, p.pod_state(spec, namespace, labels, affinity_ok)) for p in self.pod_plugins]
+
+    @staticmethod
+    def run_pod_filters(states: list, snap) -> list[tuple[str, np.ndarray]]:
+        return [found for plugin, state in states for found in plugin.pod_filter(state, snap)]
+
+    # scores
+
+    def pre_score(self, shape) -> Scores:
+        own, normalized = [], []
+        for weight, plugin in self.scorers:
+            state = plugin.pre_score(shape)
+            if state is None:
+                continue
+            if hasattr(plugin, "normalize_score"):
+                normalized.append((weight, plugin, state))
+            else:
+                own.append((weight, plugin, state))
+        return Scores(own, normalized)
+
+    @staticmethod
+    def base_scores(snap, scores: Scores, nodes: np.ndarray) -> np.ndarray:
+        """The weighted sum of the scores each node gets on its own."""
+        total = None
+        for weight, plugin, state in scores.own:
+            value = weight * plugin.score(snap, state, nodes)
+            if total is None:
+                total = value
+            else:
+                total += value
+        return np.zeros(len(nodes), dtype=np.int64) if total is None else total
+
+    @staticmethod
+    def base_score_one(snap, scores: Scores, i: int) -> int:
+        return sum(weight * plugin.score_one(snap, state, i) for weight, plugin, state in scores.own)
+
+    @staticmethod
+    def window_scores(scores: Scores, window: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """`base` plus the normalised scores over the scored nodes (`window`), weighted."""
+        for weight, plugin, raw in scores.normalized:
+            base = base + weight * plugin.normalize_score(raw[window])
+        return base
+
+    def run_pod_scores(self, states: list, snap, window: np.ndarray) -> np.ndarray | None:
+        total = None
+        by_plugin = dict((id(p), s) for p, s in states)
+        for weight, plugin in self.pod_scorers:
+            found = plugin.pod_score(by_plugin[id(plugin)], snap, window)
+            if found is not None:
+                total = weight * found if total is None else total + weight * found
+        return total
