@@ -1,10 +1,19 @@
-"""The check engine as it was before fleet-scale checking, frozen: the reference the new engine must match.
+"""The check engine as it was before fleet-scale checking: the reference the scheduler emulation must match.
 
 A straightforward per-node engine (every node, every pod template): static filters per node, free
 capacity as one dict per node, replicas placed packed and spread, and an exact search (at most 64 pods
 and 32 nodes) to prove that a set of workloads cannot fit. tests/scheduling/test_differential.py runs
-random small clusters through this and `gpufleet.scheduling.check_workloads` and expects identical
-results. Do not change it: it is what "today's verdicts" means.
+random small clusters through this and `gpufleet.scheduling.check_workloads` and expects them to agree.
+
+Its filters (NodeUnschedulable, TaintToleration with the ExtendedResourceToleration admission plugin's
+tolerations, NodeAffinity's nodeSelector and required terms, NodeResourcesFit) and the FailedScheduling text
+are written here from the Kubernetes rules (k8s.io/kubernetes v1.34 pkg/scheduler/framework/plugins/
+nodeunschedulable, tainttoleration, nodeaffinity, noderesources; k8s.io/api v0.34 core/v1/toleration.go
+ToleratesTaint; k8s.io/component-helpers v0.34 scheduling/corev1/nodeaffinity; plugin/pkg/admission/
+extendedresourcetoleration; pkg/scheduler/framework types.go FitError), sharing no filter code with
+gpufleet.scheduling or gpufleet.taints, so a broken filter there shows as a disagreement. It reads only the
+capacity model's data (nodes, bound pods, quantities, pod requests), the API server's validation, the
+manifest reader and the result types. Keep its placement logic as it is: it is what "today's verdicts" means.
 """
 
 from __future__ import annotations
@@ -19,7 +28,6 @@ from gpufleet.capacity.quantity import PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
-from gpufleet.scheduling.filters import TOO_MANY_PODS, failed_scheduling, pod_terms, static_failure
 from gpufleet.scheduling.manifests import PodWorkload, workloads_of
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
@@ -212,8 +220,7 @@ def _check_one(w: PodWorkload, node_list, base, packed, spread, planned, result,
                                               "not checked"))
         return
     requests = pod_requests(w.spec)
-    terms = pod_terms(w.spec, requests, ert)
-    static = [static_failure(n, terms) for n in node_list]
+    static = [static_failure(n, w.spec, ert) for n in node_list]
     eligible = [i for i, s in enumerate(static) if s is None]
     per_unknown: dict[frozenset, dict[str, int]] = {}
     req = {}
@@ -282,7 +289,117 @@ def _memory(w: PodWorkload, node_list, requests, placements, result: CheckResult
     return problems[:1] if problems else []
 
 
+# The filters before NodeResourcesFit, from the Kubernetes rules (nothing shared with gpufleet.scheduling).
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+
+def toleration_tolerates(toleration: dict, key: str, value: str, effect: str) -> bool:
+    """core/v1 Toleration.ToleratesTaint: an effect and a key, when given, must be the taint's; `Exists`
+    tolerates any value, `Equal` (or no operator) only the same value, any other operator nothing."""
+    if toleration.get("effect") and toleration["effect"] != effect:
+        return False
+    if toleration.get("key") and toleration["key"] != key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (value or "")
+
+
+def _is_extended(resource: str) -> bool:
+    """IsExtendedResourceName: a domain-prefixed name outside kubernetes.io, not a quota `requests.` name."""
+    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
+
+
+def pod_tolerations(spec: dict, extended_resource_toleration: bool) -> list[dict]:
+    """The pod's tolerations after admission: ExtendedResourceToleration adds `Exists`/`NoSchedule` for each
+    extended resource a container or init container requests (its limits are its requests once defaulted)."""
+    tolerations = list(spec.get("tolerations") or [])
+    if extended_resource_toleration:
+        names = set()
+        for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+            resources = c.get("resources") or {}
+            for part in ("requests", "limits"):
+                names |= {r for r in resources.get(part) or {} if _is_extended(r)}
+        tolerations += [{"key": r, "operator": "Exists", "effect": "NoSchedule"} for r in sorted(names)]
+    return tolerations
+
+
+def _expression_holds(expr: dict, labels: dict[str, str]) -> bool:
+    """A NodeSelectorRequirement: In, NotIn, Exists, DoesNotExist, and Gt/Lt on integer values."""
+    key, op = expr.get("key"), expr.get("operator")
+    values = [str(v) for v in expr.get("values") or []]
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op in ("Gt", "Lt"):
+        if key not in labels or len(values) != 1:
+            return False
+        try:
+            label, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return label > bound if op == "Gt" else label < bound
+    return False
+
+
+def _term_holds(term: dict, node: Node) -> bool:
+    """A NodeSelectorTerm: every expression on the labels and every field (metadata.name) holds; an empty
+    term selects no node."""
+    expressions, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not expressions and not fields:
+        return False
+    return (all(_expression_holds(e, node.labels) for e in expressions)
+            and all(_expression_holds(f, {"metadata.name": node.name}) for f in fields))
+
+
+def node_affinity_allows(spec: dict, node: Node) -> bool:
+    """NodeAffinity's filter: every nodeSelector label equal, and one required term (ORed) holding."""
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if key not in node.labels or node.labels[key] != str(value):
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return True
+    return any(_term_holds(t, node) for t in required.get("nodeSelectorTerms") or [])
+
+
+def static_failure(node: Node, spec: dict, extended_resource_toleration: bool) -> str | None:
+    """The first of NodeUnschedulable, TaintToleration and NodeAffinity to refuse the node, as its reason."""
+    tolerations = pod_tolerations(spec, extended_resource_toleration)
+    if node.unschedulable and not any(toleration_tolerates(t, UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
+                                      for t in tolerations):
+        return "node(s) were unschedulable"
+    for taint in node.taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(toleration_tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations):
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    if not node_affinity_allows(spec, node):
+        return "node(s) didn't match Pod's node affinity/selector"
+    return None
+
+
+def failed_scheduling(reasons: list[str], total_nodes: int) -> str:
+    """FitError's text: each reason with how many nodes gave it, sorted as strings, after `0/N nodes are
+    available:`; with no nodes at all, ErrNoNodesAvailable's."""
+    if not total_nodes:
+        return "no nodes available to schedule pods"
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    histogram = sorted(f"{n} {r}" for r, n in counts.items())
+    return f"0/{total_nodes} nodes are available: " + ", ".join(histogram) + "."
+
+
 # NodeResourcesFit per node as dicts, as the engine before the scheduler emulation computed it.
+TOO_MANY_PODS = "Too many pods"
 def checked_request(requests: dict[str, int], unknown: frozenset[str]) -> dict[str, int]:
     """The dimensions NodeResourcesFit compares: positive requests, minus resources of unknown size."""
     return {r: v for r, v in requests.items() if v > 0 and r != PODS and r not in unknown}

@@ -8,7 +8,11 @@ a GPU memory annotation) go through both engines:
 - the API server's rejections and the other-scheduler warnings are the same, word for word;
 - what the old engine proved Pending is Pending in the scheduler's too, where every workload before it got
   all its pods (its proof assumed they did);
-- the pods the scheduler places never need more than a node has (with the pods already running there).
+- the pods the scheduler places never need more than a node has (with the pods already running there), and
+  every node they land on passes the reference's own filters (unschedulable, taints and tolerations, node
+  selector and affinity), which share no code with the package's;
+- the first workload the default scheduler checks, with nothing placed before it, gets exactly the pods the
+  reference finds room for, and where it pends, the same FailedScheduling message word for word.
 """
 
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +22,7 @@ from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.model import Node, Taint
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.scheduling import check_workloads
+from gpufleet.scheduling.manifests import workloads_of
 from tests.scheduling import reference_engine
 from tests.scheduling.kube import container, deployment, job, node, pod, pod_spec
 
@@ -131,16 +136,47 @@ def _agree(node_list, running, manifests, ert):
     if first in proven:
         assert first in {u.workload for u in got.unschedulable if u.reason == "pending"}
     _placements_fit(node_list, running, manifests, got)
+    _placements_pass_the_reference_filters(node_list, manifests, ert, got)
+    _first_workload_as_the_reference_finds_it(manifests, expected, got)
+
+
+def _nodes(node_list) -> dict[str, Node]:
+    return {n.name: n for n in (x if isinstance(x, Node) else node_from_object(x) for x in node_list)}
+
+
+def _specs(manifests) -> dict[str, dict]:
+    return {f"{m['kind']}/default/{m['metadata']['name']}":
+            m["spec"] if m["kind"] == "Pod" else m["spec"]["template"]["spec"] for m in manifests}
+
+
+def _placements_pass_the_reference_filters(node_list, manifests, ert, got):
+    nodes, specs = _nodes(node_list), _specs(manifests)
+    for key, name, n in got.placements:
+        assert reference_engine.static_failure(nodes[name], specs[key], ert) is None, (key, name, n)
+
+
+def _first_workload_as_the_reference_finds_it(manifests, expected, got):
+    skipped = {u.workload for u in expected.unschedulable if u.reason == "rejected"} | \
+        {w.workload for w in expected.warnings if "scheduled by" in w.message}
+    first = next((w for w in workloads_of(manifests) if w.key not in skipped and w.replicas > 0), None)
+    if first is None:
+        return
+    def pending(result):
+        return [(u.pending, u.message) for u in result.unschedulable
+                if u.workload == first.key and u.reason == "pending"]
+
+    assert pending(got) == pending(expected)
+    placed = sum(n for key, _, n in got.placements if key == first.key)
+    assert placed == first.replicas - sum(n for n, _ in pending(expected))
 
 
 def _placements_fit(node_list, running, manifests, got):
-    nodes = {n.name: n for n in (x if isinstance(x, Node) else node_from_object(x) for x in node_list)}
+    nodes = _nodes(node_list)
     used = {name: {} for name in nodes}
     for p in bound_pods([p for p in running if isinstance(p, dict)]):
         for r, v in p.requests.items():
             used[p.node][r] = used[p.node].get(r, 0) + v
-    specs = {f"{m['kind']}/default/{m['metadata']['name']}":
-             m["spec"] if m["kind"] == "Pod" else m["spec"]["template"]["spec"] for m in manifests}
+    specs = _specs(manifests)
     placed = {name: set() for name in nodes}  # what placed pods ask for there (running pods may overcommit)
     for key, name, n in got.placements:
         for r, v in pod_requests(specs[key]).items():
