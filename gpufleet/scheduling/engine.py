@@ -24,7 +24,6 @@ from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
-from gpufleet.capacity.ports import host_ports
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.scheduling.admission import Admission, admit
 from gpufleet.scheduling.classes import NodeClasses
@@ -189,7 +188,9 @@ class _Check:
         from gpufleet.capacity.requests import pod_requests
 
         terms = pod_terms(w.spec, pod_requests(w.spec), self.ert)
-        signature = repr((terms, _score_inputs(w.spec)))
+        # Pods with equal filter terms and equal fragments of every plugin's declared reads share one shape
+        # (upstream's SignPod): a plugin that reads a new field only declares it.
+        signature = repr((terms, self.framework.sign_pod(w.spec)))
         shape = self._shapes.get(signature)
         if shape is None:
             static = self.classes.static(repr(terms), terms)
@@ -260,16 +261,6 @@ class _Check:
                 self.result.warnings.append(Warning(w.key, text))
                 self.result.memory.append(MemoryProblem(w.key, expected, budget, text))
                 break
-
-
-def _score_inputs(spec: dict) -> tuple:
-    """What the scores and the dynamic filters read from a pod beyond its filter terms: requests, host ports,
-    preferred affinity, images."""
-    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or () if isinstance(c, dict)]
-    return (repr([c.get("resources") for c in containers]), repr(spec.get("overhead")), repr(host_ports(spec)),
-            repr(((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                 .get("preferredDuringSchedulingIgnoredDuringExecution")),
-            tuple(str(c.get("image")) for c in containers))
 
 
 def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: CheckResult) -> list[MemoryProblem]:

@@ -69,4 +69,12 @@ class Plugin:
     def sign_node(self, node: Any, context: Any = None) -> tuple:
         """The plugin's fragment of a node class key; `context`: what the check's pods select on (plugins
         that read only some labels narrow their fragment with it)."""
-        return tuple(getattr(node, attribute) for attribute in self.reads.node)
+        return tuple(_hashable(getattr(node, attribute)) for attribute in self.reads.node)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, set, frozenset)):
+        return tuple(_hashable(v) for v in (sorted(value) if isinstance(value, (set, frozenset)) else value))
+    return value
