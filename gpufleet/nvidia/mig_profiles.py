@@ -1,4 +1,4 @@
-"""MIG profile tables and geometry checks (nvidia-stack.md section 7, MIG User Guide).
+"""MIG profile tables and geometry checks (NVIDIA MIG User Guide, "Supported MIG Profiles", driver 580).
 
 A GPU instance occupies `memory_slices` consecutive memory slices starting at one of `starts`, and
 `compute_slices` of the GPU's compute slices. A geometry (profile -> count for one GPU) is valid when

@@ -1,5 +1,5 @@
-"""Container-toolkit settings per Kubernetes distribution (nvidia-stack.md section 3), and how a Node shows
-which distribution it runs.
+"""Container-toolkit settings per Kubernetes distribution (NVIDIA/gpu-operator v26.7.0 controllers/
+object_controls.go `transformForRuntime`; docs/mistakes.md), and how a Node shows which distribution it runs.
 
 The toolkit reads its containerd paths from `toolkit.env`; each preset is the set of variables the
 distribution needs. Vanilla containerd needs none: the operator's defaults are its paths.

@@ -1,4 +1,5 @@
-"""Device plugin sharing and resource naming rules (scheduling-rules.md section 2, nvidia-stack.md 4.5)."""
+"""Device plugin sharing and resource naming rules (NVIDIA/k8s-device-plugin v0.20.0: README "Shared Access to
+GPUs", internal/rm/rm.go `AddDefaultResourcesToConfig`)."""
 
 from __future__ import annotations
 

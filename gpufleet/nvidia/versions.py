@@ -1,4 +1,4 @@
-"""Pinned chart and image versions (nvidia-stack.md section 1). Bump them together with `upstream/`."""
+"""Pinned chart and image versions (each project's release tags). Bump them together with `upstream/`."""
 
 GPU_OPERATOR_CHART = "gpu-operator"
 GPU_OPERATOR_VERSION = "v26.7.0"

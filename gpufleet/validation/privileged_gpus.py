@@ -2,8 +2,9 @@
 requests: the device plugin's allocation only decides which device nodes an unprivileged container gets.
 
 - A privileged container gets every host device (the CRI runtimes add /dev's devices to it; containerd's
-  `privileged_without_host_devices` is false by default, containerd docs/cri/config.md), so /dev/nvidia0..N
-  are all there; with the driver's libraries injected for its own GPU, `nvidia-smi` and CUDA see them all.
+  `privileged_without_host_devices` is false by default, containerd/containerd docs/cri/config.md), so
+  /dev/nvidia0..N are all there; with the driver's libraries injected for its own GPU, `nvidia-smi` and CUDA
+  see them all.
 - A hostPath of /dev (or of /dev/nvidia*) exposes the same device nodes to any container that mounts it.
 On a whole-GPU node it may take a GPU another pod was given (a warning: whether the code touches the other
 GPUs is the workload's); on a shared GPU (time-slicing, MPS) it bypasses the share the plugin hands out and

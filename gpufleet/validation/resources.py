@@ -1,4 +1,5 @@
-"""What the API server rejects at create time in a pod spec's resources (scheduling-rules.md 1.1).
+"""What the API server rejects at create time in a pod spec's resources (k8s.io/kubernetes v1.34
+pkg/apis/core/validation/validation.go, pkg/apis/core/helper/helpers.go).
 
 Shared by `gpufleet check` (a rejected workload) and `gpufleet validate` (a problem).
 

@@ -1,4 +1,5 @@
-"""Meta-test: the pack's conventions (style.md rule 8), enforced over every policy module and fixture."""
+"""Meta-test: the pack's conventions (docs/policies.md, "Writing a policy"), enforced over every policy module
+and fixture."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The structured allocator (dra.md 3.5-3.9): every unallocated claim of a pod, on one node, at once.
+"""The structured allocator (k8s.io/dynamic-resource-allocation v0.34.1 structured/, `Allocate`; docs/dra.md):
+every unallocated claim of a pod, on one node, at once.
 
 Claims in pod order, requests in claim order, each request's alternatives (`exactly`, or `firstAvailable`
 subrequests in order), device slots one by one over the node's pools and devices: the first device that

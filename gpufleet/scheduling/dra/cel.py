@@ -1,4 +1,5 @@
-"""DRA device selectors: CEL evaluated with cel-python in the Kubernetes DRA environment (dra.md 2).
+"""DRA device selectors: CEL evaluated with cel-python in the Kubernetes DRA environment
+(k8s.io/dynamic-resource-allocation v0.34.1 cel/compile.go; k8s.io/apiserver v0.34.1 pkg/cel/library).
 
 `device.driver`, `device.attributes[domain][id]` and `device.capacity[domain][id]` (an unknown domain is
 an empty map; names without a domain belong to the driver's domain), Quantity (`quantity(...)`,

@@ -1,4 +1,5 @@
-"""Which devices a node can reach (dra.md 3.4): slices for the node, by pool, highest generation only."""
+"""Which devices a node can reach (k8s.io/dynamic-resource-allocation v0.34.1 structured/,
+`GatherPools`): slices for the node, by pool, highest generation only."""
 
 from __future__ import annotations
 
