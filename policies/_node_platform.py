@@ -50,6 +50,7 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
     gpu = [n for ns in pools.values() for n in ns] or [n for n in nodes if rules.shows_gpu(n)]
     out: list[tuple[rules.Finding, str | None]] = []
     releases: list[rules.Release] = []
+    planned_keys = {k for labels in planned.values() for k in labels}
 
     def release(r) -> None:
         chart = str(r.props.get("chart"))
@@ -59,11 +60,13 @@ def findings(args) -> list[tuple[rules.Finding, str | None]]:
                                 f"Pulumi.{ref.stack}.yaml ({chart} release)", _setting(chart))
             releases.append(rel)
             out.extend((f, r.urn) for f in rules.release_findings(rel, list(nodes), pools))
+            families = ds_rules.label_families([rel], (), planned_keys)
+            out.extend((f, r.urn) for f in ds_rules.release_taint_findings(rel, gpu, selects_node, families))
 
     def daemonset(r) -> None:
         if r.resource_type in POD_SPEC_PATHS and r.resource_type.endswith(":DaemonSet"):
             what = describe(r.resource_type, r.props, r.name)
-            families = ds_rules.label_families(releases, (), {k for labels in planned.values() for k in labels})
+            families = ds_rules.label_families(releases, (), planned_keys)
             spec = pod_spec(r.resource_type, r.props)
             found = ds_rules.daemonset_findings(what, spec, gpu, selects_node, families)
             out.extend((f, r.urn) for f in found)

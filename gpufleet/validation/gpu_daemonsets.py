@@ -143,7 +143,7 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
     if placed or not gpu_keys:
         return [*(_untolerated_taints(subject, spec, placed) if gpu_keys else []),
                 *_plugin_runtime_class(subject, spec, placed), *_driver_daemonset(subject, spec, placed)]
-    labelled = [n for n in gpu if families and selects(spec, _Labelled(n, _to_write(spec, families)))]
+    labelled = _once_labelled(spec, gpu, selects, families)
     if labelled:  # the stack checked with it writes those labels once it runs
         return _untolerated_taints(subject, spec, labelled)
     wanted = ", ".join(f"{k}={v}" for k, v in selector.items()) or "its required node affinity"
@@ -160,6 +160,22 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
         "them, not even a Pending one, so the nodes advertise no GPU (or publish no ResourceSlice) and "
         "every GPU pod aimed at them stays Pending. Expected the labels written on the GPU nodes (run what "
         "writes them), or a selector the nodes match."))]
+
+
+def _once_labelled(spec: Mapping, gpu: list[NodeFacts], selects: Callable[[Mapping, NodeFacts], bool],
+                   families: frozenset[str]) -> list[NodeFacts]:
+    """The GPU nodes the selector matches once the checked stack has written the labels it writes."""
+    return [n for n in gpu if families and selects(spec, _Labelled(n, _to_write(spec, families)))]
+
+
+def release_taint_findings(release: Release, gpu: list[NodeFacts],
+                           selects: Callable[[Mapping, NodeFacts], bool],
+                           families: frozenset[str]) -> list[Finding]:
+    """Only the taint rule on a release's GPU node pods (release_placement): for the pack, whose
+    stack-matches-nodes judges the same placement's labels."""
+    spec = release_placement(release)
+    placed = [n for n in gpu if selects(spec, n)] or _once_labelled(spec, gpu, selects, families)
+    return _untolerated_taints(release.subject, spec, placed)
 
 
 #: Taints the DaemonSet controller tolerates on every DaemonSet pod itself (AddOrUpdateDaemonPodTolerations,
