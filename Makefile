@@ -64,8 +64,10 @@ cluster-tools:
 pulumi-tools:
 	scripts/build-pulumi-tools
 
+# Each test module starts its own control plane; two modules run at once (E2E_JOBS), whole, on separate ones.
+E2E_JOBS ?= 2
 e2e: setup-dev cluster-tools pulumi-tools
-	$(BIN)/python -m pytest -q tests/e2e
+	$(BIN)/python -m pytest -q -n $(E2E_JOBS) --dist loadfile tests/e2e
 
 cluster-up: setup-dev cluster-tools
 	$(BIN)/python -m tests.e2e.cluster up
