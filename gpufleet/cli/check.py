@@ -81,6 +81,14 @@ def _print_human(result: "CheckResult") -> None:
         console.print(Text.assemble(("warning", "yellow"), f" {w.workload}: {w.message}"), highlight=False)
         if w.blocked is not None:
             _print_blocked(console, w.blocked)
+    sensitive = result.order_sensitive()
+    if sensitive:
+        holders = [w for w, _ in sensitive]
+        named = ", ".join(holders[:3]) + (f" and {len(holders) - 3} more" if len(holders) > 3 else "")
+        console.print(Text(f"order: {len(holders)} placed workload(s) ({named}) hold room that a later Job or Pod "
+                           "above pends for; applied together, the controllers make those pods sooner and may "
+                           "place them instead, leaving these Pending (orderSensitive in --json; docs/capacity.md, "
+                           "Order)"), highlight=False, soft_wrap=True)
     console.print(Text(summary), highlight=False)
 
 

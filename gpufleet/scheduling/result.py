@@ -89,6 +89,12 @@ class Warning:
         return out
 
 
+#: Controller steps between `kubectl apply` and a workload's pods: a bare Pod none, a Job's and a ReplicaSet's
+#: one (their controller makes them), a Deployment's two (it makes a ReplicaSet, which makes them), a
+#: StatefulSet's the most (one pod at a time, each once the one before is Ready).
+CREATION_STEPS = {"Pod": 0, "Job": 1, "ReplicaSet": 1, "Deployment": 2, "StatefulSet": 3}
+
+
 @dataclass
 class CheckResult:
     checked: list[str] = field(default_factory=list)
@@ -114,8 +120,32 @@ class CheckResult:
     def exit_code(self) -> int:
         return 0 if self.fits else 1
 
+    def order_sensitive(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Workloads placed on room that a later workload of the same manifests, Pending for it, would reach
+        first on a live cluster: (the holder, the Pending workloads it holds room from), in input order.
+
+        The check creates pods in manifest order. Applied together, a bare Pod exists at once, a Job's or a
+        ReplicaSet's pods one controller step later, a Deployment's two steps later and a StatefulSet's one at a
+        time; where a workload made sooner pends for room that an earlier, slower one holds, the live cluster
+        may give it that room and leave the holder Pending instead (docs/capacity.md, Order)."""
+        held: dict[str, list[str]] = {}
+        for u in self.unschedulable:
+            if u.reason != "pending" or u.blocked is None or not u.blocked.by_order:
+                continue
+            steps = CREATION_STEPS.get(u.workload.split("/", 1)[0])
+            if steps is None:
+                continue
+            for b in u.blocked.by:
+                if CREATION_STEPS.get(b.workload.split("/", 1)[0], -1) > steps:
+                    held.setdefault(b.workload, []).append(u.workload)
+        return [(w, tuple(dict.fromkeys(later))) for w, later in held.items()]
+
     def to_json(self) -> dict:
-        return {"fits": self.fits, "checked": self.checked,
-                "unschedulable": [u.to_json() for u in self.unschedulable],
-                "warnings": [w.to_json() for w in self.warnings],
-                "memoryBudget": [m.to_json() for m in self.memory]}
+        out = {"fits": self.fits, "checked": self.checked,
+               "unschedulable": [u.to_json() for u in self.unschedulable],
+               "warnings": [w.to_json() for w in self.warnings],
+               "memoryBudget": [m.to_json() for m in self.memory]}
+        sensitive = self.order_sensitive()
+        if sensitive:
+            out["orderSensitive"] = [{"workload": w, "roomWantedBy": list(later)} for w, later in sensitive]
+        return out

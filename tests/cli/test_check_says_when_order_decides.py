@@ -43,3 +43,29 @@ def test_a_workload_that_fits_nowhere_gets_no_order_line(cli, tmp_path):
     r = cli("check", "--nodes", nodes, app)
     assert r.code == 1 and "Deployment/ml/huge" in r.out
     assert "order:" not in r.out
+
+
+def job(name: str, parallelism: int, gpus: int) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"parallelism": parallelism, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}}
+
+
+def test_a_deployment_on_room_a_later_job_pends_for_is_named_order_sensitive(cli, tmp_path):
+    # Applied together, the Job's pods exist a controller step before the Deployment's: the live cluster may
+    # place the Job and leave the Deployment Pending, the other way round from manifest order.
+    nodes, app = write(tmp_path, [gpu_node("gpu-0", 4)], [deployment("serve", 3, 1), job("train", 2, 1)])
+    r = cli("check", "--nodes", nodes, app)
+    assert r.code == 1
+    assert "order: 1 placed workload(s) (Deployment/ml/serve) hold room that a later Job or Pod" in r.out
+    answer = json.loads(cli("check", "--json", "--nodes", nodes, app).out)
+    assert answer["orderSensitive"] == [{"workload": "Deployment/ml/serve", "roomWantedBy": ["Job/ml/train"]}]
+
+
+def test_a_job_before_a_deployment_is_not_order_sensitive(cli, tmp_path):
+    # the Job's pods come first in manifest order and on a live cluster alike
+    nodes, app = write(tmp_path, [gpu_node("gpu-0", 4)], [job("train", 3, 1), deployment("serve", 2, 1)])
+    r = cli("check", "--nodes", nodes, app)
+    assert r.code == 1 and "Deployment/ml/serve" in r.out
+    assert "placed workload(s)" not in r.out
+    assert "orderSensitive" not in json.loads(cli("check", "--json", "--nodes", nodes, app).out)
