@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.azure.vm_sizes import VM_SIZES
+from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.aks import AGENT_POOL_LABEL, GpuPool
 from gpufleet.config.node_pools import Taint
-from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import Toleration
 from gpufleet.errors import ConfigIssue
@@ -52,7 +52,8 @@ def _check_driver(cfg: StackConfig, j: int, pool: GpuPool) -> list[ConfigIssue]:
         why = ("operator.driver.enabled is false" if cfg.mode == "operator"
                else f"mode is '{cfg.mode}' (no GPU operator)")
         return [ConfigIssue(path, f"'operator' while {why}: nothing would install the NVIDIA driver on pool "
-                            f"'{pool.name}'; allowed: driver: aks, or mode operator with operator.driver.enabled: true")]
+                            f"'{pool.name}'; allowed: driver: aks, or mode operator with "
+                            "operator.driver.enabled: true")]
     return []
 
 
@@ -66,12 +67,14 @@ def _check_mig(cfg: StackConfig, j: int, pool: GpuPool) -> list[ConfigIssue]:
     if pool.mig_geometry is not None:
         issues.append(ConfigIssue(path, f"'{profile}' and migGeometry '{pool.mig_geometry}' both partition pool "
                                   f"'{pool.name}' (AKS at node creation vs the operator's mig-manager) and are "
-                                  "mutually exclusive; choose a single approach: remove gpuInstanceProfile or migGeometry"))
+                                  "mutually exclusive; choose a single approach: remove gpuInstanceProfile or "
+                                  "migGeometry"))
     gpu = pool.vm.gpu
     if aks_mig_profile(gpu, profile) is None:
         mig_sizes = [v.name for v in VM_SIZES.values() if v.gpu.mig_capable]
         issues.append(ConfigIssue(path, f"'{profile}' on {pool.vm_size}, whose {gpu.key} GPUs are not MIG-capable; "
-                                  f"allowed: no gpuInstanceProfile, or a VM size with MIG GPUs: {', '.join(mig_sizes)}"))
+                                  "allowed: no gpuInstanceProfile, or a VM size with MIG GPUs: "
+                                  f"{', '.join(mig_sizes)}"))
     elif cfg.device_plugin.mig_strategy == "none":
         issues.append(ConfigIssue(path, f"'{profile}' splits the GPUs of pool '{pool.name}' but "
                                   "devicePlugin.migStrategy is 'none', so no MIG device is advertised; allowed: "
@@ -86,7 +89,7 @@ def _tolerates(taint: Taint, tolerations: list[Toleration]) -> bool:
 def _untolerated(cfg: StackConfig, pool: GpuPool, tolerations: list[Toleration]) -> list[str]:
     """The pool's scheduling taints a GPU pod with `tolerations` does not tolerate, as `key=value:Effect`."""
     auto = cfg.cluster.extended_resource_toleration  # GPU pods tolerate nvidia.com/gpu taints
-    return [raw for raw, taint in zip(pool.taints, pool.taint_objects())
+    return [raw for raw, taint in zip(pool.taints, pool.taint_objects(), strict=True)
             if taint.effect != "PreferNoSchedule" and not (auto and taint.key == "nvidia.com/gpu")
             and not _tolerates(taint, tolerations)]
 

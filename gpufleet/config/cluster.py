@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
-from gpufleet.config.k8s_types import ObjectName
 from gpufleet.config.aks import AksConfig
+from gpufleet.config.k8s_types import ObjectName
 from gpufleet.nvidia.runtime_presets import PRESETS
 
 RuntimePresetName = Literal["containerd", "k3s", "rke2", "k0s", "microk8s"]

@@ -56,7 +56,8 @@ class Sharing(Model):
         mps = [n for n in ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit")
                if getattr(self, _SNAKE[n]) is not None]
         if self.strategy == "TimeSlicing" and mps:
-            raise ValueError(f"{', '.join(mps)} with strategy 'TimeSlicing'; allowed: interval (MPS settings need strategy MPS)")
+            raise ValueError(f"{', '.join(mps)} with strategy 'TimeSlicing'; allowed: interval (MPS settings need "
+                             "strategy MPS)")
         if self.strategy == "MPS" and self.interval is not None:
             raise ValueError(f"interval '{self.interval}' with strategy 'MPS'; allowed: defaultActiveThreadPercentage, "
                              "defaultPinnedDeviceMemoryLimit (interval needs strategy TimeSlicing)")

@@ -64,14 +64,17 @@ def _shared_claim_pools(cfg: StackConfig) -> list[ConfigIssue]:
         j, pool = first[key]
         if pool is not None and w.node_pool is not None and pool != w.node_pool:
             issues.append(ConfigIssue(_p("workloads", i, "nodePool"),
-                                      f"'{w.node_pool}', but workloads[{j}] shares claim '{w.gpu.shared_claim}' from node "
-                                      f"pool '{pool}': a shared claim's device is on one node; allowed: nodePool '{pool}'"))
+                                      f"'{w.node_pool}', but workloads[{j}] shares claim '{w.gpu.shared_claim}' from "
+                                      f"node pool '{pool}': a shared claim's device is on one node; "
+                                      f"allowed: nodePool '{pool}'"))
     return issues
 
 
 def _claims_without_dra(cfg: StackConfig) -> list[ConfigIssue]:
-    issues = [ConfigIssue(_p("claims"), f"{len(cfg.claims)} named claim(s), but gpuAllocation is "
-                          f"'{cfg.gpu_allocation}'; allowed: set gpuAllocation: dra, or remove claims")] if cfg.claims else []
+    issues = []
+    if cfg.claims:
+        issues.append(ConfigIssue(_p("claims"), f"{len(cfg.claims)} named claim(s), but gpuAllocation is "
+                                  f"'{cfg.gpu_allocation}'; allowed: set gpuAllocation: dra, or remove claims"))
     for i, w in enumerate(cfg.workloads):
         if w.gpu is not None and w.gpu.uses_dra():
             field = "claim" if w.gpu.claim is not None else "sharedClaim"
@@ -88,12 +91,14 @@ def _device_plugin_settings(cfg: StackConfig) -> list[ConfigIssue]:
     if cfg.device_plugin.default_sharing is not None:
         issues.append(ConfigIssue(_p("devicePlugin", "defaultSharing"),
                                   f"'{cfg.device_plugin.default_sharing}' configures the device plugin, which does not "
-                                  "run with gpuAllocation dra; allowed: unset (share a GPU through a named claim's sharing)"))
+                                  "run with gpuAllocation dra; allowed: unset (share a GPU through a named claim's "
+                                  "sharing)"))
     for i, pool in enumerate(cfg.node_pools):
         if pool.sharing is not None:
             issues.append(ConfigIssue(_p("nodePools", i, "sharing"),
                                       f"'{pool.sharing}' configures the device plugin, which does not run with "
-                                      "gpuAllocation dra; allowed: unset (share a GPU through a named claim's sharing)"))
+                                      "gpuAllocation dra; allowed: unset (share a GPU through a named claim's "
+                                      "sharing)"))
         if pool.mig_geometry is not None:
             issues.append(ConfigIssue(_p("nodePools", i, "migGeometry"),
                                       f"'{pool.mig_geometry}': with gpuAllocation dra gpufleet does not partition GPUs "
@@ -139,7 +144,8 @@ def _check_sharing(cfg: StackConfig, i: int, claim: NamedClaim) -> list[ConfigIs
     gate = dra.SHARING_GATE[strategy]
     if not cfg.dra_driver.gates()[gate]:
         issues.append(ConfigIssue(_p(*path), f"'{strategy}' needs the driver feature gate {gate}, which is off (the "
-                                  f"kubelet plugin refuses the claim at Prepare); allowed: draDriver.featureGates.{gate}: true"))
+                                  "kubelet plugin refuses the claim at Prepare); allowed: "
+                                  f"draDriver.featureGates.{gate}: true"))
     classes = _classes(claim)
     unknown = sorted(classes - set(dra.OPAQUE_CONFIG_KIND))
     if unknown:
@@ -164,10 +170,11 @@ def _check_workload_gpu(cfg: StackConfig, i: int, w) -> list[ConfigIssue]:
     issues = []
     for field, alias in (("count", "count"), ("shared", "shared"), ("profile", "profile")):
         if field in gpu.model_fields_set:
-            issues.append(ConfigIssue(_p(*path, alias), f"set together with a claim; allowed: only gpu.claim or "
-                                      f"gpu.sharedClaim (say it in the claim: count, deviceClass, profile)"))
+            issues.append(ConfigIssue(_p(*path, alias), "set together with a claim; allowed: only gpu.claim or "
+                                      "gpu.sharedClaim (say it in the claim: count, deviceClass, profile)"))
     if gpu.claim is not None and gpu.shared_claim is not None:
-        issues.append(ConfigIssue(_p(*path, "sharedClaim"), f"'{gpu.shared_claim}' together with gpu.claim; allowed: one of them"))
+        issues.append(ConfigIssue(_p(*path, "sharedClaim"),
+                                  f"'{gpu.shared_claim}' together with gpu.claim; allowed: one of them"))
     if gpu.claim is not None:
         issues += _check_claim((*path, "claim"), gpu.claim)
     if gpu.shared_claim is not None and cfg.claim(gpu.shared_claim, w.namespace) is None:

@@ -5,7 +5,8 @@ and reported with its wording; the JSON Schema keeps a pattern and length for ed
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
@@ -50,7 +51,8 @@ _LABEL = {"pattern": f"^{kn.DNS1123_LABEL_FMT}$", "maxLength": kn.DNS1123_LABEL_
 _SUBDOMAIN = {"pattern": f"^{kn.DNS1123_SUBDOMAIN_FMT}$", "maxLength": kn.DNS1123_SUBDOMAIN_MAX}
 
 #: Namespaces, workload and pool names: lowercase RFC 1123 label.
-DnsLabel = Annotated[str, _checked("lowercase RFC 1123 label", kn.dns1123_label_errors), Field(json_schema_extra=_LABEL)]
+DnsLabel = Annotated[str, _checked("lowercase RFC 1123 label", kn.dns1123_label_errors),
+                     Field(json_schema_extra=_LABEL)]
 Namespace = Annotated[str, _checked("namespace name", kn.dns1123_label_errors), Field(json_schema_extra=_LABEL)]
 #: Node, Secret and RuntimeClass names: lowercase RFC 1123 subdomain.
 NodeName = Annotated[str, _checked("node name", kn.dns1123_subdomain_errors), Field(json_schema_extra=_SUBDOMAIN)]

@@ -21,8 +21,8 @@ from gpufleet.config.rules import fact_warnings, validate_references
 from gpufleet.config.spelling import did_you_mean
 from gpufleet.config.stack import SECTION_KEYS, StackConfig
 from gpufleet.config.stack_warnings import stack_warnings
-from gpufleet.config.yaml_file import config_key_path, line_of, read_stack_nodes
 from gpufleet.config.workloads import WORKLOAD_KINDS
+from gpufleet.config.yaml_file import config_key_path, line_of, read_stack_nodes
 from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
@@ -75,7 +75,8 @@ def _load_document(stack: str, path: Path, doc: dict[str, Any], project_dir: Pat
     if config is None:
         config = {}
     if not isinstance(config, dict):
-        raise config_error(path.name, [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
+        raise config_error(path.name,
+                           [ConfigIssue("config", f"must be a mapping of config keys, got {type(config).__name__}")])
     pulumi_config: dict[str, str] = {}
     secret_keys: list[str] = []
     sections: dict[str, Any] = {}
@@ -236,7 +237,8 @@ def _clean_loc(loc: tuple) -> list:
     for i, part in enumerate(loc):
         if isinstance(part, str) and (_UNION_TAG.match(part) or part == "[key]"):
             continue
-        if isinstance(part, str) and part in WORKLOAD_KINDS and i >= 2 and loc[0] == "workloads" and isinstance(loc[1], int) and i == 2:
+        if (isinstance(part, str) and part in WORKLOAD_KINDS and i >= 2 and loc[0] == "workloads"
+                and isinstance(loc[1], int) and i == 2):
             continue
         out.append(part)
     return out
@@ -260,8 +262,8 @@ def _issue_from_pydantic(err: dict) -> ConfigIssue:
         return ConfigIssue(path, "required key is missing")
     if kind == "union_tag_invalid" or kind == "union_tag_not_found":
         return ConfigIssue(render_path(parts) + ".kind" if kind == "union_tag_not_found" else path,
-                           f"{'missing' if kind == 'union_tag_not_found' else repr(err['input'].get('kind'))} workload kind; "
-                           f"allowed: {', '.join(WORKLOAD_KINDS)}")
+                           f"{'missing' if kind == 'union_tag_not_found' else repr(err['input'].get('kind'))} "
+                           f"workload kind; allowed: {', '.join(WORKLOAD_KINDS)}")
     value = err.get("input")
     msg = err["msg"].removeprefix("Value error, ")
     if kind == "value_error" and isinstance(value, (dict, list)):

@@ -194,7 +194,11 @@ class ModelSpec(Model):
 
 
 from gpufleet.config.model_serving import (  # noqa: E402
-    check_model, check_vllm_flags, memory_conflicts, model_issues, served_model,
+    check_model,
+    check_vllm_flags,
+    memory_conflicts,
+    model_issues,
+    served_model,
 )
 
 __all__ = ["ModelSpec", "check_model", "check_vllm_flags", "memory_conflicts", "model_issues",

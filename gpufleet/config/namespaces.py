@@ -10,7 +10,8 @@ from gpufleet.config._base import Model
 
 #: A GPU extended resource: whole GPUs, shared replicas, MIG profiles (nvidia.com/gpu, nvidia.com/gpu.shared,
 #: nvidia.com/mig-1g.10gb).
-GpuResource = Annotated[str, StringConstraints(pattern=r"^nvidia\.com/(gpu|gpu\.shared|mig-[0-9]+g\.[0-9]+gb(\.me)?(\.shared)?)$")]
+GpuResource = Annotated[str,
+                        StringConstraints(pattern=r"^nvidia\.com/(gpu|gpu\.shared|mig-[0-9]+g\.[0-9]+gb(\.me)?(\.shared)?)$")]
 
 
 class NamespaceConfig(Model):

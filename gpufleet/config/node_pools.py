@@ -7,7 +7,16 @@ from typing import Literal
 from pydantic import Field
 
 from gpufleet.config._base import Model
-from gpufleet.config.k8s_types import DnsLabel, GeometryName, LabelKey, LabelValue, NodeName, SharingProfileName, TaintKey, TaintValue
+from gpufleet.config.k8s_types import (
+    DnsLabel,
+    GeometryName,
+    LabelKey,
+    LabelValue,
+    NodeName,
+    SharingProfileName,
+    TaintKey,
+    TaintValue,
+)
 from gpufleet.k8s_names import INT32_MAX
 
 

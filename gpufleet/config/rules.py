@@ -52,15 +52,16 @@ def _check_device_plugin(cfg: StackConfig) -> list[ConfigIssue]:
     names = sorted(dp.sharing_profiles)
     if dp.default_sharing is not None and dp.default_sharing not in dp.sharing_profiles:
         issues.append(ConfigIssue(_p("devicePlugin", "defaultSharing"),
-                                  f"'{dp.default_sharing}' is not a sharing profile; allowed: {', '.join(names) or '(none defined)'}"))
+                                  f"'{dp.default_sharing}' is not a sharing profile; allowed: "
+                                  f"{', '.join(names) or '(none defined)'}"))
     for pname, prof in dp.sharing_profiles.items():
         if prof.strategy == "mps" and dp.mig_strategy == "mixed":
             issues.append(ConfigIssue(_p("devicePlugin", "sharingProfiles", pname, "strategy"),
                                       "'mps' cannot be used with migStrategy 'mixed' (the device plugin refuses: "
                                       "using --mig-strategy=mixed is not supported with MPS); use timeSlicing"))
         for i, res in enumerate(prof.resources or []):
-            ok = res.name == "nvidia.com/gpu" or (
-                res.name.startswith("nvidia.com/mig-") and dp.mig_strategy == "mixed" and prof.strategy == "timeSlicing")
+            ok = res.name == "nvidia.com/gpu" or (res.name.startswith("nvidia.com/mig-")
+                                                  and dp.mig_strategy == "mixed" and prof.strategy == "timeSlicing")
             if not ok:
                 issues.append(ConfigIssue(_p("devicePlugin", "sharingProfiles", pname, "resources", i, "name"),
                                           f"'{res.name}' cannot be shared here; allowed: nvidia.com/gpu, or "
@@ -86,15 +87,17 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
         product = find_product(pool.gpu.product)
         if product is None:
             issues.append(ConfigIssue(_p("nodePools", i, "gpu", "product"),
-                                      f"'{pool.gpu.product}' is not a known GPU product; allowed: {', '.join(PRODUCTS)}"))
+                                      f"'{pool.gpu.product}' is not a known GPU product; "
+                                      f"allowed: {', '.join(PRODUCTS)}"))
         elif pool.gpu.count > product.max_gpus_per_node:
             issues.append(ConfigIssue(_pool_p(cfg, i, "gpu", "count"),
                                       f"{pool.gpu.count} {product.key} GPUs in one node; no server holds more than "
                                       f"{product.max_gpus_per_node}; allowed: 1 to {product.max_gpus_per_node} "
                                       "(count the nodes with `nodes` or `count`)"))
         if pool.sharing is not None and pool.sharing not in cfg.device_plugin.sharing_profiles:
+            profiles = ", ".join(sorted(cfg.device_plugin.sharing_profiles)) or "(none defined)"
             issues.append(ConfigIssue(_pool_p(cfg, i, "sharing"), f"'{pool.sharing}' is not a sharing profile; "
-                                      f"allowed: {', '.join(sorted(cfg.device_plugin.sharing_profiles)) or '(none defined)'}"))
+                                      f"allowed: {profiles}"))
         if (pool.sharing or pool.mig_geometry) and not pool.nodes and not _labels_applied_elsewhere(cfg, pool):
             issues.append(ConfigIssue(_p("nodePools", i, "nodes"),
                                       "list the pool's node names: gpufleet labels them with "
@@ -163,7 +166,8 @@ def _check_pool_geometry(cfg: StackConfig, i: int, pool: NodePool, product: GpuP
     gpath = _p("mig", "geometries", pool.mig_geometry)
     for j, group in enumerate(enabled):
         for problem in check_geometry(table, group.mig_devices):
-            issues.append(ConfigIssue(f"{gpath}[{j}].mig-devices", f"{problem} (node pool '{pool.name}', {product.key})"))
+            issues.append(ConfigIssue(f"{gpath}[{j}].mig-devices",
+                                      f"{problem} (node pool '{pool.name}', {product.key})"))
         if group.devices != "all" and any(d >= pool.gpu.count for d in group.devices):
             issues.append(ConfigIssue(f"{gpath}[{j}].devices",
                                       f"{group.devices} names a GPU index the pool's {pool.gpu.count}-GPU nodes lack"))
@@ -193,7 +197,8 @@ def _check_pool_sharing(cfg, i, pool, product, sharing) -> list[ConfigIssue]:
         if sharing.replicas > cap:
             issues.append(ConfigIssue(_p("devicePlugin", "sharingProfiles", name, "replicas"),
                                       f"{sharing.replicas} MPS replicas on {product.key} (compute capability "
-                                      f"{product.compute_capability[0]}.{product.compute_capability[1]}); allowed: 2 to {cap}"))
+                                      f"{product.compute_capability[0]}.{product.compute_capability[1]}); allowed: 2 "
+                                      f"to {cap}"))
     return issues
 
 
@@ -204,13 +209,15 @@ def _check_workloads(cfg: StackConfig) -> list[ConfigIssue]:
     for i, w in enumerate(cfg.workloads):
         key = (w.namespace, w.name)
         if key in seen:
-            issues.append(ConfigIssue(_p("workloads", i, "name"), f"'{w.name}' is used twice in namespace '{w.namespace}'"))
+            issues.append(ConfigIssue(_p("workloads", i, "name"),
+                                      f"'{w.name}' is used twice in namespace '{w.namespace}'"))
         seen.add(key)
         issues += check_workload(i, w)
         pool = cfg.pool(w.node_pool)
         if w.node_pool is not None and pool is None:
             issues.append(ConfigIssue(_p("workloads", i, "nodePool"),
-                                      f"'{w.node_pool}' is not a node pool; allowed: {', '.join(pools) or '(none defined)'}"))
+                                      f"'{w.node_pool}' is not a node pool; allowed: "
+                                      f"{', '.join(pools) or '(none defined)'}"))
         if w.gpu is not None and not cfg.uses_dra() and not w.gpu.uses_dra():
             issues += _check_gpu_request(cfg, i, w, pool)
     return issues
@@ -235,7 +242,8 @@ def _check_gpu_request(cfg: StackConfig, i: int, w, pool: NodePool | None) -> li
             issues.append(ConfigIssue(f"{path}.profile", f"'{gpu.profile}' asks for a MIG instance, but node pool "
                                       f"'{pool.name}' has no MIG geometry"))
         elif gpu.profile not in mig:
-            issues.append(ConfigIssue(f"{path}.profile", f"'{gpu.profile}' is not in the MIG geometry of node pool '{pool.name}' "
+            issues.append(ConfigIssue(f"{path}.profile",
+                                      f"'{gpu.profile}' is not in the MIG geometry of node pool '{pool.name}' "
                                       f"('{pool.mig_geometry}'); allowed: {', '.join(sorted(mig))}"))
     elif mig and cfg.device_plugin.mig_strategy in ("single", "mixed"):
         issues.append(ConfigIssue(f"{path}.profile", f"node pool '{pool.name}' serves MIG instances "
@@ -245,8 +253,8 @@ def _check_gpu_request(cfg: StackConfig, i: int, w, pool: NodePool | None) -> li
                                   "`sharing:` or devicePlugin.defaultSharing, or request whole GPUs"))
     if not gpu.shared and sharing is not None and gpu.profile is None:
         issues.append(ConfigIssue(f"{path}.shared", f"node pool '{pool.name}' shares its GPUs (profile "
-                                  f"'{pool.sharing or cfg.device_plugin.default_sharing}'): a request there gets a share, "
-                                  "not a whole GPU; set shared: true, or use a pool without sharing"))
+                                  f"'{pool.sharing or cfg.device_plugin.default_sharing}'): a request there gets a "
+                                  "share, not a whole GPU; set shared: true, or use a pool without sharing"))
     if gpu.shared and sharing is not None and gpu.count > 1 and sharing.effective_fail_requests_greater_than_one():
         issues.append(ConfigIssue(f"{path}.count", f"{gpu.count} shared GPUs per container: the device plugin fails "
                                   "such pods with UnexpectedAdmissionError (failRequestsGreaterThanOne); allowed: 1"))

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.config._base import Model
 from gpufleet.config.aks import GpuPool
 from gpufleet.config.cluster import ClusterConfig
@@ -17,7 +18,6 @@ from gpufleet.config.namespaces import NamespaceConfig
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.operator import OperatorConfig
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Workload
-from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.nvidia.products import GpuProduct, find_product
 
 BUILTIN_GEOMETRIES = ("all-disabled",)

@@ -116,7 +116,8 @@ def _external_owner(cfg: StackConfig) -> tuple[str, str, str] | None:
                 "add the toleration to that NFD's worker.tolerations, or operator.nfd: true (gpufleet's NFD "
                 "worker then tolerates it)")
     if cfg.mode == "standalone" and not cfg.uses_dra() and not cfg.device_plugin.nfd:
-        return ("devicePlugin.nfd false: the GPU nodes are labelled by the Node Feature Discovery already on the cluster",
+        return ("devicePlugin.nfd false: the GPU nodes are labelled by the Node Feature Discovery "
+                "already on the cluster",
                 f"{nfd_misses} the device plugin and GFD DaemonSets require (their node affinity)",
                 "add the toleration to that NFD's worker.tolerations, or devicePlugin.nfd: true (gpufleet's NFD "
                 "worker then tolerates it)")

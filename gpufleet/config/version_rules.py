@@ -13,8 +13,7 @@ from gpufleet.nvidia import operator_support as support
 from gpufleet.nvidia.architectures import driver_branch, driver_version
 from gpufleet.nvidia.node_platforms import KUBERNETES_FLOORS
 from gpufleet.nvidia.products import find_product
-from gpufleet.nvidia.versions import (DEVICE_PLUGIN_VERSION, DRA_DRIVER_VERSION, DRIVER_VERSION,
-                                      GPU_OPERATOR_VERSION)
+from gpufleet.nvidia.versions import DEVICE_PLUGIN_VERSION, DRA_DRIVER_VERSION, DRIVER_VERSION, GPU_OPERATOR_VERSION
 
 _DRIVER = _p("operator", "driver", "version")
 _CHART = _p("operator", "chartVersion")

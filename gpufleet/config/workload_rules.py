@@ -10,7 +10,11 @@ from gpufleet.config.stack import SECTION_KEYS
 from gpufleet.config.workloads import BatchJob, InferenceService, Notebook
 from gpufleet.errors import ConfigIssue
 from gpufleet.exposure import (
-    SOURCE_RANGES_ANNOTATION, covers_everything, effective_source_ranges, literal_needs_secret, parse_cidr,
+    SOURCE_RANGES_ANNOTATION,
+    covers_everything,
+    effective_source_ranges,
+    literal_needs_secret,
+    parse_cidr,
     split_annotation_ranges,
 )
 from gpufleet.k8s_names import dns1035_label_errors, parse_image_reference

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from gpufleet.config._base import Model
-from gpufleet.config.k8s_types import (
-    AnnotationKey, Cidr, EnvName, ImageReference, LabelKey, LabelValue, Namespace, DnsLabel, PortName, SecretName,
-    TaintKey, TaintValue,
-)
 from gpufleet.config.dra import GpuClaim
+from gpufleet.config.k8s_types import (
+    AnnotationKey,
+    Cidr,
+    DnsLabel,
+    EnvName,
+    ImageReference,
+    LabelKey,
+    LabelValue,
+    Namespace,
+    PortName,
+    SecretName,
+    TaintKey,
+    TaintValue,
+)
 from gpufleet.config.model import ModelSpec
 from gpufleet.k8s_names import INT32_MAX
 
@@ -51,7 +61,8 @@ class Toleration(Model):
     def _operator_rules(self):
         """The API server's toleration rules: no key means every taint (operator Exists); Exists has no value."""
         if not self.key and self.operator != "Exists":
-            raise ValueError("operator must be Exists when `key` is empty, which means \"match all values and all keys\"")
+            raise ValueError("operator must be Exists when `key` is empty, which means \"match all values and all "
+                             "keys\"")
         if self.operator == "Exists" and self.value:
             raise ValueError(f"value must be empty when `operator` is 'Exists'; got {self.value!r}")
         return self
@@ -108,7 +119,7 @@ def _env_kind(value: Any) -> str:
 
 
 #: An env value: a literal string, or `{secretConfigKey: <key>}`.
-EnvValue = Annotated[Union[Annotated[str, Tag("env-literal")], Annotated[SecretEnv, Tag("env-secret")]],
+EnvValue = Annotated[Annotated[str, Tag("env-literal")] | Annotated[SecretEnv, Tag("env-secret")],
                      Discriminator(_env_kind)]
 
 
@@ -187,5 +198,5 @@ class BatchJob(_Workload):
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
-Workload = Annotated[Union[InferenceService, Notebook, BatchJob], Field(discriminator="kind")]
+Workload = Annotated[InferenceService | Notebook | BatchJob, Field(discriminator="kind")]
 WORKLOAD_KINDS = ("inference", "notebook", "job")

@@ -47,7 +47,8 @@ def test_runtime_preset_sets_the_toolkit_env_of_its_distribution(preset, env):
 
 
 def test_custom_runtime_paths_override_the_preset():
-    cfg = parse_sections({"cluster": {"runtime": {"preset": "k3s", "socket": "/x.sock", "setAsDefault": True}}}, "Pulumi.t.yaml")
+    cfg = parse_sections({"cluster": {"runtime": {"preset": "k3s", "socket": "/x.sock", "setAsDefault": True}}},
+                         "Pulumi.t.yaml")
     env = {e["name"]: e["value"] for e in cfg.cluster.runtime.toolkit_env()}
     assert env["CONTAINERD_SOCKET"] == "/x.sock" and env["NVIDIA_RUNTIME_SET_AS_DEFAULT"] == "true"
     assert env["CONTAINERD_CONFIG"].startswith("/var/lib/rancher/k3s")
@@ -70,7 +71,8 @@ def test_schema_rejects_a_misspelt_key_and_a_bad_enum():
 
 
 def test_schema_command_prints_json_schema():
-    out = subprocess.run([str(Path(sys.executable).parent / "gpufleet"), "schema"], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([str(Path(sys.executable).parent / "gpufleet"), "schema"], capture_output=True, text=True,
+                         cwd=ROOT)
     assert out.returncode == 0
     schema = json.loads(out.stdout)
     assert "gpufleet:workloads" in schema["properties"]["config"]["properties"]

@@ -69,7 +69,8 @@ def test_label_values():
 def test_env_var_names():
     assert kn.env_var_name_errors("MY_ENV.NAME") == [] and kn.env_var_name_errors("my.env-name") == []
     assert kn.env_var_name_errors("1X")[0].startswith("a valid environment variable name must consist of alphabetic "
-                                                      "characters, digits, '_', '-', or '.', and must not start with a digit")
+                                                      "characters, digits, '_', '-', or '.', and must not start with a "
+                                                      "digit")
     assert kn.env_var_name_errors("..x") == ["must not start with '..'"]
 
 
@@ -89,7 +90,8 @@ def test_port_names(name, problems):
 
 @pytest.mark.parametrize("ref, parts", [
     ("nginx:1.27", ("nginx", "1.27", None)),
-    ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", ("nvcr.io/nvidia/k8s/cuda-sample", "vectoradd-cuda12.5.0", None)),
+    ("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+     ("nvcr.io/nvidia/k8s/cuda-sample", "vectoradd-cuda12.5.0", None)),
     ("localhost:5000/a/b_c__d:v1", ("localhost:5000/a/b_c__d", "v1", None)),
     ("registry.example.com/app@sha256:" + "a" * 64, ("registry.example.com/app", None, "sha256:" + "a" * 64)),
     ("app:v1@sha256:" + "0" * 64, ("app", "v1", "sha256:" + "0" * 64)),

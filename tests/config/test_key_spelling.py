@@ -57,6 +57,7 @@ def test_python_spelling_is_refused_with_the_yaml_one_suggested():
     with pytest.raises(ConfigError) as exc:
         parse_sections({"devicePlugin": {"mig_strategy": "single"}, "node_pools": []}, "Pulumi.t.yaml")
     lines = str(exc.value).splitlines()
-    assert "Pulumi.t.yaml: gpufleet:devicePlugin.mig_strategy: unknown key 'mig_strategy' (did you mean " \
-           "'migStrategy'?); allowed: migStrategy, sharingProfiles, defaultSharing, chartVersion, namespace, gfd, nfd" in lines
+    assert ("Pulumi.t.yaml: gpufleet:devicePlugin.mig_strategy: unknown key 'mig_strategy' (did you mean "
+            "'migStrategy'?); allowed: migStrategy, sharingProfiles, defaultSharing, chartVersion, namespace, "
+            "gfd, nfd") in lines
     assert any(line.startswith("Pulumi.t.yaml: gpufleet:node_pools: unknown key") for line in lines)

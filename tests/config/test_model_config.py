@@ -56,17 +56,18 @@ def test_facts_written_beside_config_win(tmp_path):
 
 def test_missing_config_json_names_the_yaml_path_and_the_file(tmp_path):
     lines = _issues(_stack(tmp_path, {"config": "models/nope/config.json", "maxModelLen": 8192}))
-    assert any("gpufleet:workloads[0].model.config" in l and "'models/nope/config.json'" in l
-               and "does not exist" in l for l in lines), lines
+    assert any("gpufleet:workloads[0].model.config" in line and "'models/nope/config.json'" in line
+               and "does not exist" in line for line in lines), lines
 
 
 def test_config_json_that_is_not_json_or_lacks_fields_is_a_config_error(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     lines = _issues(_stack(tmp_path, {"config": "bad.json", "maxModelLen": 8192}))
-    assert any("workloads[0].model.config" in l and "'bad.json'" in l and "is not JSON" in l for l in lines), lines
+    assert any("workloads[0].model.config" in line and "'bad.json'" in line and "is not JSON" in line
+               for line in lines), lines
     (tmp_path / "bad.json").write_text(json.dumps({"hidden_size": 4096}))
     lines = _issues(_stack(tmp_path, {"config": "bad.json", "maxModelLen": 8192}))
-    assert any("workloads[0].model.config" in l and "num_hidden_layers" in l for l in lines), lines
+    assert any("workloads[0].model.config" in line and "num_hidden_layers" in line for line in lines), lines
 
 
 def test_every_missing_fact_and_bad_value_is_reported_at_once(tmp_path):
@@ -83,7 +84,8 @@ def test_every_missing_fact_and_bad_value_is_reported_at_once(tmp_path):
 def test_max_model_len_beyond_the_models_context_is_refused(tmp_path):
     model = {"parameters": 10**9, "layers": 16, "kvHeads": 8, "headDim": 64, "maxPositionEmbeddings": 8192,
              "maxModelLen": 16384}
-    assert any("model.maxModelLen" in l and "allowed: 1 to 8192" in l for l in _issues(_stack(tmp_path, model)))
+    issues = _issues(_stack(tmp_path, model))
+    assert any("model.maxModelLen" in line and "allowed: 1 to 8192" in line for line in issues)
 
 
 def test_a_declared_memory_that_disagrees_with_the_model_is_a_warning(tmp_path):
@@ -105,7 +107,7 @@ def test_tensor_parallel_must_divide_the_attention_heads_of_the_config(tmp_path)
     (tmp_path / "config.json").write_text((ROOT / "models/llama-3.1-8b/config.json").read_text())
     lines = _issues(_stack(tmp_path, {"config": "config.json", "maxModelLen": 8192, "tensorParallel": 3},
                            {"count": 4}))
-    assert any("model.tensorParallel: 32 attention heads do not divide by 3" in l for l in lines), lines
+    assert any("model.tensorParallel: 32 attention heads do not divide by 3" in line for line in lines), lines
 
 
 def test_vllm_flags_agree_by_meaning_not_spelling(tmp_path):
@@ -119,7 +121,7 @@ def test_vllm_flags_agree_by_meaning_not_spelling(tmp_path):
     doc["config"]["gpufleet:workloads"][0]["args"] = ["--kv-cache-dtype", "bfloat16"]
     (stack / "Pulumi.t.yaml").write_text(yaml.safe_dump(doc))
     assert any("workloads[0].args: --kv-cache-dtype bfloat16 disagrees with workloads[0].model.kvCacheDtype fp8"
-               in l for l in _issues(stack))
+               in line for line in _issues(stack))
 
 
 def _vllm_stack(tmp_path: Path, args: list[str], model: dict | None = None) -> Path:
@@ -137,8 +139,8 @@ BY_HAND = {"parameters": 8_000_000_000, "layers": 32, "kvHeads": 8, "headDim": 1
 @pytest.mark.parametrize("model", [None, BY_HAND], ids=["no model block", "model block"])
 def test_a_vllm_flag_the_images_release_refuses_is_a_config_error_at_args(tmp_path, model):
     lines = _issues(_vllm_stack(tmp_path, ["--model", "m", "--max-model-length", "8192"], model))
-    assert any("gpufleet:workloads[0].args" in l and "--max-model-length: no such flag in vLLM 0.11.0" in l
-               and "did you mean --max-model-len?" in l for l in lines), lines
+    assert any("gpufleet:workloads[0].args" in line and "--max-model-length: no such flag in vLLM 0.11.0" in line
+               and "did you mean --max-model-len?" in line for line in lines), lines
 
 
 def test_real_vllm_flags_gpufleet_does_not_model_load(tmp_path):

@@ -37,7 +37,8 @@ def warnings_of(s: dict) -> list[str]:
 BAD = [
     pytest.param(sections(cluster={"runtime": {"setAsDefault": True}}, operator={"cdi": False}),
                  "gpufleet:cluster.runtime.setAsDefault: setAsDefault true with operator.cdi false",
-                 ["NVIDIA_VISIBLE_DEVICES=all", "sees every GPU", "fix: operator.cdi: true"], id="setAsDefault without CDI"),
+                 ["NVIDIA_VISIBLE_DEVICES=all", "sees every GPU", "fix: operator.cdi: true"],
+                 id="setAsDefault without CDI"),
     pytest.param(sections(operator={"cdi": False}),
                  "gpufleet:operator.cdi: operator.cdi false with cluster.runtime.setAsDefault unset",
                  ["toolkit then makes nvidia containerd's default runtime", "without requesting one"],
@@ -51,8 +52,10 @@ BAD = [
                  ["feature.node.kubernetes.io/pci-10de.present", "advertise no GPU", "stay Pending",
                   "spec.template.spec.tolerations", "operator.nfd: true"], id="operator, NFD not gpufleet's"),
     pytest.param(tainted(DEDICATED, mode="standalone", devicePlugin={"nfd": False}),
-                 "gpufleet:nodePools[0].taints[0]: 'dedicated=gpu:NoSchedule' on node pool 't4': devicePlugin.nfd false",
-                 ["device plugin and GFD DaemonSets require", "devicePlugin.nfd: true"], id="standalone, NFD not gpufleet's"),
+                 "gpufleet:nodePools[0].taints[0]: 'dedicated=gpu:NoSchedule' on node pool 't4': "
+                 "devicePlugin.nfd false",
+                 ["device plugin and GFD DaemonSets require", "devicePlugin.nfd: true"],
+                 id="standalone, NFD not gpufleet's"),
     pytest.param(tainted({"key": "team", "effect": "NoExecute"}, mode="platform-managed"),
                  "gpufleet:nodePools[0].taints[0]: 'team:NoExecute' on node pool 't4': mode platform-managed",
                  ["the platform's GPU DaemonSets", "advertise no GPU"], id="platform-managed stack"),
