@@ -40,7 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("gpufleet.cli.schema",
                "Print the JSON Schema of Pulumi.<stack>.yaml's `gpufleet:` config."),
     "check": ("gpufleet.cli.check",
-              "Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled."),
+              "Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be "
+              "scheduled."),
     "discover": ("gpufleet.cli.discover",
                  "Write the capacity model (nodes, allocatable, bound pods, GPU facts) as JSON."),
     "charts": ("gpufleet.cli.charts",

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
-                                   RequestTimeoutOption)
+from gpufleet.cli.discover import (
+    DEFAULT_CHUNK,
+    DEFAULT_TIMEOUT,
+    ChunkSizeOption,
+    ContextOption,
+    KubeconfigOption,
+    RequestTimeoutOption,
+)
 from gpufleet.errors import GpufleetError, InputError, one_line
 
 if TYPE_CHECKING:
@@ -21,16 +27,16 @@ if TYPE_CHECKING:
 
 
 #: Options check, report and headroom share (with discover's live-cluster options).
-NodesOption = Annotated[Optional[Path], typer.Option(
+NodesOption = Annotated[Path | None, typer.Option(
     "--nodes", help="`kubectl get nodes -o json` output, or a capacity.json; - reads standard input "
                     "(default: read the live cluster).")]
-PodsOption = Annotated[Optional[Path], typer.Option(
+PodsOption = Annotated[Path | None, typer.Option(
     "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")]
 ErtOption = Annotated[bool, typer.Option(
     "--extended-resource-toleration", help="The API server runs the ExtendedResourceToleration admission plugin.")]
 
 
-def _verdict(result: "CheckResult") -> str:
+def _verdict(result: CheckResult) -> str:
     if result.fits:
         return "every workload can run"
     refused = {u.workload for u in result.unschedulable if u.reason == "policy"}
@@ -42,7 +48,7 @@ def _verdict(result: "CheckResult") -> str:
     return ", ".join(parts)
 
 
-def _print_human(result: "CheckResult") -> None:
+def _print_human(result: CheckResult) -> None:
     summary = f"{len(result.checked)} workload(s) checked: {_verdict(result)}"
     if not result.unschedulable and not result.warnings:
         print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
@@ -169,14 +175,14 @@ def with_origin(docs, run):
 
 
 def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
-              extended_resource_toleration: bool, live=None) -> "CheckResult":
+              extended_resource_toleration: bool, live=None) -> CheckResult:
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
     from gpufleet.cli._node_platform import add_node_platform_findings
     from gpufleet.scheduling import check_workloads
 
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
 
-    def check() -> "CheckResult":
+    def check() -> CheckResult:
         result = check_workloads(cap.nodes, cap.pods, cap.objects + [d.obj for d in docs],
                                  extended_resource_toleration=extended_resource_toleration)
         add_policy_findings(result, [d.obj for d in docs], cap.nodes)
@@ -186,7 +192,7 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
     return with_origin(docs, check)
 
 
-def add_policy_findings(result: "CheckResult", objects: list, nodes: list) -> None:
+def add_policy_findings(result: CheckResult, objects: list, nodes: list) -> None:
     """The policy pack's workload rules (gpufleet.validation.workload_policies) on every checked workload,
     without a stack: a finding of a mandatory rule is an error (`reason: policy`, all its pods), of an
     advisory one a warning. Resource names the nodes advertise are never wrong names. Entries stay in
@@ -241,14 +247,17 @@ def command(
         metavar="MANIFEST", help="YAML files or directories (multi-document); - reads standard input.")],
     nodes: NodesOption = None,
     pods: PodsOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (the contract in docs/capacity.md).")] = False,
+    as_json: Annotated[bool,
+                       typer.Option("--json",
+                                    help="Print one JSON object (the contract in docs/capacity.md).")] = False,
     extended_resource_toleration: ErtOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
 ) -> None:
-    """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled. Exit 0 fits, 1 not, 2 bad input."""
+    """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
+    Exit 0 fits, 1 not, 2 bad input."""
     try:
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
         result = run_check(manifests, nodes, pods, extended_resource_toleration, live)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,10 +22,10 @@ if TYPE_CHECKING:  # the sources load when the command runs, so `discover --help
 
 
 #: The live-cluster options `discover`, `check` and `report` share (kubectl's names and defaults).
-KubeconfigOption = Annotated[Optional[Path], typer.Option(
+KubeconfigOption = Annotated[Path | None, typer.Option(
     "--kubeconfig", help="Read a live cluster through this kubeconfig (default: $KUBECONFIG, a list of files "
                          "merged as kubectl merges them, then ~/.kube/config, then a pod's service account).")]
-ContextOption = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context (default: the current one).")]
+ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: the current one).")]
 RequestTimeoutOption = Annotated[str, typer.Option(
     "--request-timeout", help="How long one request to the API server may wait, as kubectl's (30s, 1m, 0 for "
                               "no limit).")]
@@ -124,11 +124,11 @@ def command(
     out: Annotated[Path, typer.Option("--out", help="Where to write capacity.json.")],
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
-    nodes: Annotated[Optional[Path], typer.Option(
+    nodes: Annotated[Path | None, typer.Option(
         "--nodes", help="`kubectl get nodes -o json` output (- reads standard input).")] = None,
-    pods: Annotated[Optional[Path], typer.Option(
+    pods: Annotated[Path | None, typer.Option(
         "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")] = None,
-    dra: Annotated[Optional[list[Path]], typer.Option(
+    dra: Annotated[list[Path] | None, typer.Option(
         "--dra", help="With --nodes: `kubectl get resourceslices,deviceclasses -o json` and "
                       "`kubectl get resourceclaims -A -o json` output, or DRA objects in YAML as `check` "
                       "reads them (repeat the flag for each file).")] = None,

@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
-                                   RequestTimeoutOption)
 from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
+from gpufleet.cli.discover import (
+    DEFAULT_CHUNK,
+    DEFAULT_TIMEOUT,
+    ChunkSizeOption,
+    ContextOption,
+    KubeconfigOption,
+    RequestTimeoutOption,
+)
 from gpufleet.errors import GpufleetError, InputError
 
 
@@ -36,13 +42,13 @@ def _probe(path: Path) -> tuple[dict, list[dict]]:
 
 
 def command(
-    probe: Annotated[Optional[Path], typer.Option("--probe", help="A Pod, or a Deployment/Job/... whose pod "
+    probe: Annotated[Path | None, typer.Option("--probe", help="A Pod, or a Deployment/Job/... whose pod "
                                                   "template is the probe (YAML or JSON; - reads "
                                                   "standard input).")] = None,
     shapes: Annotated[bool, typer.Option("--shapes", help="Instead of a probe: the standard shapes (1, 2, 4, 8 "
                                          "GPUs per product, each MIG profile; with and without the GPU taint's "
                                          "toleration).")] = False,
-    manifests: Annotated[Optional[list[Path]], typer.Argument(
+    manifests: Annotated[list[Path] | None, typer.Argument(
         metavar="MANIFEST", help="Workloads placed first, exactly as `gpufleet check` places them.")] = None,
     nodes: NodesOption = None,
     pods: PodsOption = None,

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
-from gpufleet.cli.discover import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, ChunkSizeOption, ContextOption, KubeconfigOption,
-                                   RequestTimeoutOption)
+from gpufleet.cli.discover import (
+    DEFAULT_CHUNK,
+    DEFAULT_TIMEOUT,
+    ChunkSizeOption,
+    ContextOption,
+    KubeconfigOption,
+    RequestTimeoutOption,
+)
 from gpufleet.errors import GpufleetError, InputError
-
 
 PAGE_MARK = '<meta name="generator" content="gpufleet report">'
 SUMMARY_MARK = "<!-- gpufleet report summary -->"
@@ -60,18 +65,21 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
 
 
 def command(
-    manifests: Annotated[Optional[list[Path]], typer.Argument(metavar="MANIFEST",
+    manifests: Annotated[list[Path] | None, typer.Argument(metavar="MANIFEST",
         help="With --nodes: YAML files or directories of workloads (multi-document; - reads standard "
              "input).")] = None,
-    out: Annotated[Path, typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
-    stack: Annotated[Optional[str], typer.Option(
+    out: Annotated[Path,
+                   typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
+    stack: Annotated[str | None, typer.Option(
         "--stack", "-s", help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path.")] = None,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="Directory holding Pulumi.yaml.")] = Path("."),
     nodes: NodesOption = None,
     pods: PodsOption = None,
-    summary: Annotated[Optional[Path], typer.Option(
+    summary: Annotated[Path | None, typer.Option(
         "--summary", help="Also write a Markdown summary (per pool: GPUs and MIG slices used/free; pending).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace --out / --summary even when gpufleet did not write them.")] = False,
+    force: Annotated[bool,
+                     typer.Option("--force",
+                                  help="Replace --out / --summary even when gpufleet did not write them.")] = False,
     extended_resource_toleration: ErtOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,

@@ -22,7 +22,8 @@ PODS = json.loads((FIXTURES / "pods-mixed-cluster.json").read_text())
 MANIFESTS = [list(yaml.safe_load_all((FIXTURES / "manifests" / name).read_text()))
              for name in ("fits.yaml", "too-big.yaml")]
 CAPACITY = {"format": "gpufleet.io/capacity/v1", "source": "kubectl", "nodes": [
-    {"name": "gpu-0", "labels": {"pool": "train"}, "taints": [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+    {"name": "gpu-0", "labels": {"pool": "train"},
+     "taints": [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
      "unschedulable": False, "allocatable": {"cpu": 16000, "nvidia.com/gpu": 8, "pods": 110}, "capacity": {},
      "unknown": ["memory"], "containerRuntime": "", "kubeletVersion": "",
      "gpus": {"driverVersion": "570", "cudaVersion": "12.8", "gpus": [

@@ -3,11 +3,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from tests.discovery.test_discovery import _has_nvml
-import pytest
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 NODES, PODS = FIXTURES / "nodes-mixed-cluster.json", FIXTURES / "pods-mixed-cluster.json"

@@ -101,7 +101,8 @@ def test_unreadable_yaml_names_file_and_line(tmp_path):
 
 
 def test_a_list_of_mixed_kinds_in_the_nodes_file_names_each_misfit(tmp_path):
-    nodes = write(tmp_path, "nodes.json", {"kind": "List", "items": [NODE, {"kind": "Service", "metadata": {"name": "s"}}, 7]})
+    nodes = write(tmp_path, "nodes.json",
+                  {"kind": "List", "items": [NODE, {"kind": "Service", "metadata": {"name": "s"}}, 7]})
     assert lines(run("check", "--nodes", nodes, FITS)) == [
         f"{nodes}: Service/s: kind: expected Node (this file is read as the output of `kubectl get nodes -o json`), "
         "got a Service",
@@ -113,7 +114,8 @@ def test_capacity_json_with_wrong_types_names_the_fields(tmp_path):
     cap = write(tmp_path, "capacity.json", {"format": "gpufleet.io/capacity/v1", "nodes": [
         {"name": "n", "allocatable": {"nvidia.com/gpu": "8"}}, {"name": "n"}]})
     assert lines(run("check", "--nodes", cap, FITS)) == [
-        f"{cap}: nodes[0].allocatable[nvidia.com/gpu]: must be an integer (cpu in millicores, memory in bytes), not '8'",
+        f"{cap}: nodes[0].allocatable[nvidia.com/gpu]: must be an integer (cpu in millicores, memory in bytes), "
+        "not '8'",
         f"{cap}: nodes[1].name: Duplicate value: 'n' (node names are unique)",
     ]
 

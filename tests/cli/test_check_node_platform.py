@@ -118,14 +118,15 @@ def karpenter_gpu_node(tmp_path: Path) -> Path:
             "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia", "karpenter.k8s.aws/instance-gpu-count": "1"}},
         "status": {"allocatable": {"cpu": "3920m", "memory": "14918928Ki", "pods": "58"},
                    "nodeInfo": {"kubeletVersion": "v1.33.5-eks-113cf36", "containerRuntimeVersion": "containerd://1.7.27",
-                                "osImage": "Amazon Linux 2023.7.20250512", "kernelVersion": "6.1.134-152.225.amzn2023.x86_64"}}}]}))
+                                "osImage": "Amazon Linux 2023.7.20250512",
+                                "kernelVersion": "6.1.134-152.225.amzn2023.x86_64"}}}]}))
     return path
 
 
 def test_a_plugin_release_without_nfd_or_gfd_on_nodes_without_their_labels_is_refused_naming_them(tmp_path):
     code, out = check(tmp_path, [plugin_release(nfd={"enabled": False}, gfd={"enabled": False})],
                       karpenter_gpu_node(tmp_path))
-    [refused] = [u for u in out["unschedulable"] if u["workload"] == "HelmRelease/nvidia-device-plugin/nvidia-device-plugin"]
+    [refused] = [u for u in out["unschedulable"] if u["workload"] == PLUGIN]
     assert "none of the GPU nodes (ip-10-0-3-17.ec2.internal) matches" in refused["message"]
     assert "they lack feature.node.kubernetes.io/cpu-model.vendor_id" in refused["message"]
     assert "feature.node.kubernetes.io/pci-10de.present (written by Node Feature Discovery" in refused["message"]

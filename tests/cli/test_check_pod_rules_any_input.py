@@ -43,7 +43,8 @@ NODES = {"kind": "List", "items": [
      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10", "nvidia.com/gpu": "1"}}} for i in range(3)]}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(RULES, min_size=1, max_size=3), st.integers(1, 4))
 def test_pod_rules_never_crash_check(tmp_path, rules, replicas):
     nodes = tmp_path / "nodes.json"

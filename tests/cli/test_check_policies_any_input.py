@@ -21,7 +21,8 @@ ANY = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(al
 ENV_VALUES = st.sampled_from(["all", "void", "none", "", " NONE ", "0", "0,1", "GPU-8d9c2f0e", "nvidia.com/gpu=all"])
 ENV = st.fixed_dictionaries(
     {"name": st.sampled_from(["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "x"])},
-    optional={"value": ENV_VALUES | ANY, "valueFrom": st.just({"configMapKeyRef": {"name": "gpus", "key": "ids"}}) | ANY})
+    optional={"value": ENV_VALUES | ANY,
+              "valueFrom": st.just({"configMapKeyRef": {"name": "gpus", "key": "ids"}}) | ANY})
 PATHS = st.sampled_from(["/usr/local/nvidia", "/usr/local/nvidia/lib64/", "/run/nvidia/mps", "/run/nvidia",
                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/bin/nvidia-smi", "/dev/nvidia0",
                          "/data", "/", "", "opt/nvidia", "/usr/lib64"]) | st.text(max_size=20)

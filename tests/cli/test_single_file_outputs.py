@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import ROOT
 
 NODES = ROOT / "tests" / "fixtures" / "nodes-one-h100x8.json"
