@@ -6,10 +6,9 @@ stack configuration models (pydantic) that only the stack source needs.
 
 from __future__ import annotations
 
-from gpufleet.lazy import names_on_first_use
-
 # Eager: this name is also a submodule's, which an import of the submodule would otherwise leave here.
-from gpufleet.capacity.memory_budget import memory_budget
+from gpufleet.capacity.memory_budget import memory_budget as memory_budget
+from gpufleet.lazy import names_on_first_use
 
 _WHERE = {
     "bound_pods": "kubectl", "capacity_from_cluster": "kubectl", "capacity_from_objects": "kubectl",

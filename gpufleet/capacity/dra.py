@@ -7,8 +7,9 @@ collects DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplate
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from gpufleet.capacity.shape import INT64_MAX, Shape, json_type, quantity_units
 

@@ -7,7 +7,8 @@ one line each), never a node silently read as empty.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import BoundPod, Capacity, Node, Taint, images_of, pod_affinity_of
 from gpufleet.capacity.ports import host_ports
@@ -32,7 +33,8 @@ def node_from_object(obj: dict) -> Node:
     info = status.get("nodeInfo") or {}
     return Node(
         name=meta.get("name", ""), labels=dict(meta.get("labels") or {}),
-        taints=tuple(Taint(t.get("key", ""), t.get("value") or "", t.get("effect", "")) for t in spec.get("taints") or ()),
+        taints=tuple(Taint(t.get("key", ""), t.get("value") or "",
+                           t.get("effect", "")) for t in spec.get("taints") or ()),
         unschedulable=bool(spec.get("unschedulable", False)),
         allocatable=_quantities(status.get("allocatable")), capacity=_quantities(status.get("capacity")),
         container_runtime=info.get("containerRuntimeVersion", ""), kubelet_version=info.get("kubeletVersion", ""),

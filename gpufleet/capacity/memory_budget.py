@@ -70,7 +70,7 @@ def _problem(name: str, expected: int, available: int, what: str) -> MemoryProbl
                          f"{name} expects {expected} MiB of GPU memory; {what} gives it {available} MiB")
 
 
-def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
+def memory_budget(cfg: StackConfig) -> list[MemoryProblem]:
     """Every stack workload whose declared GPU memory exceeds what its node pool will give it."""
     from gpufleet.nvidia.products import find_product
 
@@ -122,7 +122,7 @@ def memory_budget(cfg: "StackConfig") -> list[MemoryProblem]:
     return problems
 
 
-def _model_problem(name: str, w, product: "GpuProduct", sharing) -> tuple[list[MemoryProblem], int]:
+def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[list[MemoryProblem], int]:
     """(the engine's verdicts: a refusal is an error, a concurrency shortfall advisory; the memory per pod in
     MiB that co-tenants of a shared GPU must leave it) of a workload's model on one GPU of its share."""
     from gpufleet.capacity.model_fit import judge, mig_instance, mps_slice, time_sliced, whole_gpu
@@ -158,21 +158,22 @@ def _model_problem(name: str, w, product: "GpuProduct", sharing) -> tuple[list[M
     return problems, per_pod
 
 
-def _pinned(name, expected, pods, pool: "NodePool", product, sharing, visible: str, groups) -> list[MemoryProblem]:
+def _pinned(name, expected, pods, pool: NodePool, product, sharing, visible: str, groups) -> list[MemoryProblem]:
     """Platform-managed: the workload pins devices by index; an MPS platform slices each one."""
     devices = [d.strip() for d in visible.split(",") if d.strip()] or ["0"]
     if sharing is not None and sharing.strategy == "mps":
         budget = mps_slice_mib(product.memory_mib, sharing.replicas)
         if expected > budget:
             return [_problem(name, expected, budget,
-                             f"the platform's MPS slice (1/{sharing.replicas} of {product.key}, {product.memory_mib} MiB)")]
+                             f"the platform's MPS slice (1/{sharing.replicas} of {product.key}, {product.memory_mib} "
+                             "MiB)")]
         return []
     for d in devices:
         groups.setdefault((pool.name, f"device {d}"), []).append((name, pods, expected // len(devices)))
     return []
 
 
-def _time_sliced_totals(cfg: "StackConfig", groups) -> list[MemoryProblem]:
+def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
     from gpufleet.nvidia.products import find_product
 
     problems = []

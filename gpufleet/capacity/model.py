@@ -62,10 +62,11 @@ class Node:
         return out
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Node":
+    def from_json(cls, doc: dict) -> Node:
         return cls(
             name=doc["name"], labels=dict(doc.get("labels") or {}),
-            taints=tuple(Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule")) for t in doc.get("taints") or []),
+            taints=tuple(Taint(t["key"], t.get("value", ""),
+                               t.get("effect", "NoSchedule")) for t in doc.get("taints") or []),
             unschedulable=bool(doc.get("unschedulable", False)),
             allocatable={k: int(v) for k, v in (doc.get("allocatable") or {}).items()},
             capacity={k: int(v) for k, v in (doc.get("capacity") or {}).items()},
@@ -159,7 +160,7 @@ class Capacity:
         return [*self.dra, *self.admission]
 
     @classmethod
-    def from_json(cls, doc: dict, origin: str = "capacity.json") -> "Capacity":
+    def from_json(cls, doc: dict, origin: str = "capacity.json") -> Capacity:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise InputError(f"{origin}: not a capacity file (expected \"format\": \"{FORMAT}\")")
         try:

@@ -12,7 +12,8 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def test_kubectl_nodes_become_nodes_with_allocatable_in_scheduler_units():
-    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json", FIXTURES / "pods-mixed-cluster.json"))
+    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json",
+                                            FIXTURES / "pods-mixed-cluster.json"))
     t4 = cap.nodes[0]
     assert t4.allocatable["cpu"] == 16000 and t4.allocatable["memory"] == 64 * 1024**3
     assert t4.allocatable["nvidia.com/gpu"] == 4
@@ -21,12 +22,15 @@ def test_kubectl_nodes_become_nodes_with_allocatable_in_scheduler_units():
 
 
 def test_only_bound_non_terminal_pods_are_kept():
-    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json", FIXTURES / "pods-mixed-cluster.json"))
-    assert [(p.name, p.node, p.requests) for p in cap.pods] == [("trainer-0", "h100-0", {"nvidia.com/gpu": 1, "cpu": 1000})]
+    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json",
+                                            FIXTURES / "pods-mixed-cluster.json"))
+    assert [(p.name, p.node, p.requests) for p in cap.pods] == [("trainer-0", "h100-0",
+                                                                 {"nvidia.com/gpu": 1, "cpu": 1000})]
 
 
 def test_capacity_json_round_trips():
-    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json", FIXTURES / "pods-mixed-cluster.json"))
+    cap = capacity_from_cluster(FileCluster(FIXTURES / "nodes-mixed-cluster.json",
+                                            FIXTURES / "pods-mixed-cluster.json"))
     again = Capacity.from_json(json.loads(json.dumps(cap.to_json())))
     assert again.to_json() == cap.to_json()
 
@@ -54,8 +58,8 @@ def test_canonical_quantity_text_matches_quantity_string(value, text):
 
 
 def test_limits_only_default_the_request():
-    assert pod_requests({"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "2"},
-                                                       "requests": {"cpu": "1"}}}]}) == {"nvidia.com/gpu": 1, "cpu": 1000}
+    resources = {"limits": {"nvidia.com/gpu": 1, "cpu": "2"}, "requests": {"cpu": "1"}}
+    assert pod_requests({"containers": [{"resources": resources}]}) == {"nvidia.com/gpu": 1, "cpu": 1000}
 
 
 def test_init_container_after_sidecar_adds_the_sidecar():

@@ -123,14 +123,14 @@ def test_a_flag_that_disagrees_with_the_block_is_an_issue_naming_args_and_both_v
 def test_a_bad_flag_value_is_an_issue_at_args(tmp_path):
     checkpoint(tmp_path)
     found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["--gpu-memory-utilization", "2"])
-    assert any(l.startswith("workloads[0].args:") and "--gpu-memory-utilization" in l and "'2'" in l
-               for l in found), found
+    assert any(line.startswith("workloads[0].args:") and "--gpu-memory-utilization" in line and "'2'" in line
+               for line in found), found
 
 
 def test_an_infinite_cpu_offload_is_an_issue_not_a_crash(tmp_path):
     checkpoint(tmp_path)
     found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["--cpu-offload-gb", "inf"])
-    assert any("--cpu-offload-gb" in l for l in found), found
+    assert any("--cpu-offload-gb" in line for line in found), found
 
 
 @pytest.mark.parametrize("tp,pp,dp,gpus,bad", [(2, 1, 1, 1, True), (2, 2, 1, 4, False), (2, 2, 2, 4, True),
@@ -139,7 +139,7 @@ def test_more_parallel_ranks_than_gpus_is_an_issue(tmp_path, tp, pp, dp, gpus, b
     checkpoint(tmp_path)
     model = spec(tmp_path, config="llama", maxModelLen=8192, tensorParallel=tp, pipelineParallel=pp,
                  dataParallel=dp)
-    found = [l for l in issues(model, gpus=gpus) if f"gpu.count is {gpus}" in l]
+    found = [line for line in issues(model, gpus=gpus) if f"gpu.count is {gpus}" in line]
     assert bool(found) == bad, found
     if bad:
         assert found[0].startswith("workloads[0].model.tensorParallel:") and f"= {tp * pp * dp} GPUs" in found[0]
@@ -148,22 +148,22 @@ def test_more_parallel_ranks_than_gpus_is_an_issue(tmp_path, tp, pp, dp, gpus, b
 def test_the_ranks_given_by_flags_count_too(tmp_path):
     checkpoint(tmp_path)
     found = issues(spec(tmp_path, config="llama", maxModelLen=8192), ["-tp", "2", "-dp", "2"], gpus=2)
-    assert any("= 4 GPUs, but gpu.count is 2" in l for l in found), found
+    assert any("= 4 GPUs, but gpu.count is 2" in line for line in found), found
 
 
 def test_attention_heads_not_divisible_by_tensor_parallel_quote_vllm(tmp_path):
     checkpoint(tmp_path)
     found = issues(spec(tmp_path, config="llama", maxModelLen=8192, tensorParallel=3), gpus=4)
-    assert any("Total number of attention heads (32) must be divisible by tensor parallel size (3)" in l
-               for l in found), found
-    assert not any("divisible" in l for l in issues(spec(tmp_path, config="llama", maxModelLen=8192,
+    assert any("Total number of attention heads (32) must be divisible by tensor parallel size (3)" in line
+               for line in found), found
+    assert not any("divisible" in line for line in issues(spec(tmp_path, config="llama", maxModelLen=8192,
                                                          tensorParallel=4), gpus=4))
 
 
 def test_max_model_len_beyond_the_models_context_is_an_issue(tmp_path):
     checkpoint(tmp_path)
     found = issues(spec(tmp_path, config="llama", maxModelLen=200_000))
-    assert any("maxModelLen" in l and "131072" in l for l in found), found
+    assert any("maxModelLen" in line and "131072" in line for line in found), found
 
 
 def test_engine_version_and_image_tag_set_the_default_utilization(tmp_path):
@@ -179,7 +179,7 @@ def test_engine_version_and_image_tag_set_the_default_utilization(tmp_path):
 def test_facts_by_hand_need_parameters_layers_and_kv_heads():
     found = issues(ModelSpec.model_validate({"layers": 32, "maxModelLen": 8192}))
     for key in ("parameters", "kvHeads", "headDim"):
-        assert any(l.startswith(f"workloads[0].model.{key}:") for l in found), found
+        assert any(line.startswith(f"workloads[0].model.{key}:") for line in found), found
 
 
 def _stack(tmp_path: Path, product: str, model: dict, args: list[str] | None = None, gpu: dict | None = None,
@@ -202,7 +202,8 @@ def test_a_disagreeing_flag_fails_loading_the_stack(tmp_path):
                    args=["--max-model-len", "4096"])
     with pytest.raises(ConfigError) as e:
         load_stack("t", stack)
-    assert any("gpufleet:workloads[0].args" in l and "4096" in l and "8192" in l for l in str(e.value).splitlines())
+    assert any("gpufleet:workloads[0].args" in line and "4096" in line and "8192" in line
+               for line in str(e.value).splitlines())
 
 
 # --- the stack's memory check of a model ----------------------------------------------------------------------------

@@ -1,4 +1,3 @@
-import pytest
 
 from gpufleet.capacity import capacity_from_stack, memory_budget
 from gpufleet.config import parse_sections
@@ -46,7 +45,8 @@ def test_mig_single_geometry_counts_instances_as_gpus():
 
 
 def test_mig_mixed_geometry_counts_per_profile():
-    mig = {"geometries": {"mixed": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 2, "3g.20gb": 1}}]}}
+    mig = {"geometries": {"mixed": [{"devices": "all", "mig-enabled": True,
+                                     "mig-devices": {"1g.5gb": 2, "3g.20gb": 1}}]}}
     (node,) = capacity_from_stack(cfg([{"name": "p", "nodes": ["n0"], "gpu": A100, "migGeometry": "mixed"}],
                                       {"migStrategy": "mixed"}, mig))
     assert node.allocatable["nvidia.com/mig-1g.5gb"] == 4 and node.allocatable["nvidia.com/mig-3g.20gb"] == 2
