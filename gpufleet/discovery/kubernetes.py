@@ -1,8 +1,9 @@
 """Nodes and pods from a Kubernetes API.
 
 `ClusterSource` is the interface (objects in kubectl's camelCase JSON shape); `KubeconfigCluster`
-(gpufleet/discovery/live.py, the only module that imports the `kubernetes` client) reads a live API server, `FileCluster` reads `kubectl get ... -o json` output, `NullCluster` has
-nothing, and `gpufleet.discovery.fakes.FakeCluster` serves tests.
+(gpufleet/discovery/live.py, the only module that imports the `kubernetes` client) reads a live API server,
+`FileCluster` reads `kubectl get ... -o json` output, `NullCluster` has nothing, and
+`gpufleet.discovery.fakes.FakeCluster` serves tests.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from gpufleet.discovery.lean import lean_node, lean_pod, without_managed_fields
 from gpufleet.errors import DiscoveryUnavailableError, InputError, one_line, yaml_problem

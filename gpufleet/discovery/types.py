@@ -49,7 +49,7 @@ class GpuFacts:
         }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "GpuFacts":
+    def from_json(cls, doc: dict) -> GpuFacts:
         return cls(
             driver_version=doc.get("driverVersion", ""),
             cuda_version=doc.get("cudaVersion", ""),

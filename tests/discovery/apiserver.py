@@ -57,7 +57,7 @@ class Encoded:
     phase: str | None = None
 
     @classmethod
-    def of(cls, obj: dict) -> "Encoded":
+    def of(cls, obj: dict) -> Encoded:
         return cls(json.dumps(obj, separators=(",", ":")).encode(), (obj.get("status") or {}).get("phase"))
 
 
@@ -97,7 +97,7 @@ class ApiServer:
         self.resource_version = 1000
 
     # -- lifecycle --------------------------------------------------------------------------------------
-    def start(self) -> "ApiServer":
+    def start(self) -> ApiServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):

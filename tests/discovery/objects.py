@@ -42,7 +42,8 @@ def node(i: int, total: int) -> dict:
                    "nvidia.com/mig.capable": "false", "nvidia.com/mps.capable": "false",
                    "nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
                    "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.gpu-feature-discovery": "true",
-                   "nvidia.com/gpu.deploy.node-status-exporter": "true", "nvidia.com/gpu.deploy.operator-validator": "true",
+                   "nvidia.com/gpu.deploy.node-status-exporter": "true",
+                   "nvidia.com/gpu.deploy.operator-validator": "true",
                    "feature.node.kubernetes.io/pci-10de.present": "true",
                    "feature.node.kubernetes.io/kernel-version.full": "5.15.0-1079-azure",
                    "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
@@ -58,16 +59,23 @@ def node(i: int, total: int) -> dict:
         "metadata": {
             "name": name, "uid": f"00000000-0000-4000-8000-{i:012d}", "resourceVersion": str(5000 + i),
             "creationTimestamp": TIME, "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-                            "nfd.node.kubernetes.io/feature-labels": ",".join(k for k in labels if k.startswith("feature")),
-                            "csi.volume.kubernetes.io/nodeid": json.dumps({"disk.csi.azure.com": name, "file.csi.azure.com": name})},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                "nfd.node.kubernetes.io/feature-labels": ",".join(k for k in labels if k.startswith("feature")),
+                "csi.volume.kubernetes.io/nodeid": json.dumps({"disk.csi.azure.com": name, "file.csi.azure.com": name}),
+            },
             "managedFields": [
-                _managed("kubelet", "Update", {"f:metadata": {"f:annotations": {".": {}, "f:volumes.kubernetes.io/controller-managed-attach-detach": {}},
-                                                             "f:labels": {f"f:{k}": {} for k in list(labels)[:8]}}}),
-                _managed("nfd-master", "Update", {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels if "feature" in k or "nvidia" in k}}}),
-                _managed("kubelet", "Update", {"f:status": {"f:allocatable": {f"f:{k}": {} for k in allocatable},
-                                                           "f:conditions": {f'k:{{"type":"{c}"}}': {"f:lastHeartbeatTime": {}} for c in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")},
-                                                           "f:images": {}, "f:nodeInfo": {"f:bootID": {}}}}, "status"),
+                _managed("kubelet", "Update", {"f:metadata": {
+                    "f:annotations": {".": {}, "f:volumes.kubernetes.io/controller-managed-attach-detach": {}},
+                    "f:labels": {f"f:{k}": {} for k in list(labels)[:8]}}}),
+                _managed("nfd-master", "Update", {"f:metadata": {
+                    "f:labels": {f"f:{k}": {} for k in labels if "feature" in k or "nvidia" in k}}}),
+                _managed("kubelet", "Update", {"f:status": {
+                    "f:allocatable": {f"f:{k}": {} for k in allocatable},
+                    "f:conditions": {f'k:{{"type":"{c}"}}': {"f:lastHeartbeatTime": {}}
+                                     for c in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")},
+                    "f:images": {}, "f:nodeInfo": {"f:bootID": {}}}}, "status"),
             ],
         },
         "spec": {"podCIDR": f"10.244.{i % 256}.0/24", "providerID": f"azure:///subscriptions/s/resourceGroups/rg/vm/{name}"},
@@ -76,7 +84,8 @@ def node(i: int, total: int) -> dict:
             "conditions": [{"type": c, "status": "True" if c == "Ready" else "False", "lastHeartbeatTime": TIME,
                             "lastTransitionTime": TIME, "reason": f"Kubelet{c}", "message": f"kubelet reports {c}"}
                            for c in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")],
-            "addresses": [{"type": "InternalIP", "address": f"10.224.{i // 256 % 256}.{i % 256}"}, {"type": "Hostname", "address": name}],
+            "addresses": [{"type": "InternalIP", "address": f"10.224.{i // 256 % 256}.{i % 256}"},
+                          {"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"machineID": f"{i:032x}", "systemUUID": f"{i:032x}", "bootID": f"{i:032x}",
                          "kernelVersion": "5.15.0-1079-azure", "osImage": "Ubuntu 22.04.5 LTS",
@@ -106,19 +115,25 @@ def pod(i: int, nodes: int) -> dict:
         "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
         "env": [{"name": f"SETTING_{k}", "value": f"value-{k}-{i}"} for k in range(12)],
         "resources": resources,
-        "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": f"kube-api-access-{i % 10000:05d}",
-                                                                  "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}],
+        "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                         {"name": f"kube-api-access-{i % 10000:05d}",
+                          "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}],
         "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 10},
-        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
     }
     phase = "Succeeded" if i % 40 == 7 else "Pending" if i % 50 == 9 else "Running"
     spec = {"containers": [container], "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
             "dnsPolicy": "ClusterFirst", "serviceAccountName": "default", "schedulerName": "default-scheduler",
-            "securityContext": {}, "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            "securityContext": {}, "priority": 0, "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300},
                             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "volumes": [{"name": "data", "emptyDir": {}},
-                        {"name": f"kube-api-access-{i % 10000:05d}", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]}
+                        {"name": f"kube-api-access-{i % 10000:05d}",
+                         "projected": {"sources": [
+                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]}
     if i % 17 == 2:
         spec["initContainers"] = [{"name": "proxy", "image": "registry.example.com/proxy:v2", "restartPolicy": "Always",
                                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
@@ -135,21 +150,30 @@ def pod(i: int, nodes: int) -> dict:
             "labels": {"app": f"svc-{i % 97}", "pod-template-hash": f"{i % 9973:08x}", "team": f"team-{i % 13}"},
             "annotations": {"kubectl.kubernetes.io/restartedAt": TIME, "prometheus.io/scrape": "true"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"svc-{i % 97}-{i % 9973:08x}",
-                                 "uid": f"20000000-0000-4000-8000-{i % 97:012d}", "controller": True, "blockOwnerDeletion": True}],
+                                 "uid": f"20000000-0000-4000-8000-{i % 97:012d}", "controller": True,
+                                 "blockOwnerDeletion": True}],
             "managedFields": [
-                _managed("kube-controller-manager", "Update", {"f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
-                                                                             "f:ownerReferences": {".": {}}},
-                                                                "f:spec": {"f:containers": {'k:{"name":"main"}': {".": {}, "f:image": {}, "f:resources": {".": {}}}}}}),
-                _managed("kubelet", "Update", {"f:status": {"f:conditions": {".": {}}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}}}, "status"),
+                _managed("kube-controller-manager", "Update", {
+                    "f:metadata": {"f:generateName": {},
+                                   "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
+                                   "f:ownerReferences": {".": {}}},
+                    "f:spec": {"f:containers": {
+                        'k:{"name":"main"}': {".": {}, "f:image": {}, "f:resources": {".": {}}}}}}),
+                _managed("kubelet", "Update",
+                         {"f:status": {"f:conditions": {".": {}}, "f:containerStatuses": {}, "f:hostIP": {},
+                                       "f:phase": {}, "f:podIP": {}}}, "status"),
             ],
         },
         "spec": spec,
         "status": {
-            "phase": phase, "qosClass": "Burstable", "hostIP": f"10.224.0.{node_index % 256}", "podIP": f"10.244.{i // 256 % 256}.{i % 256}",
+            "phase": phase, "qosClass": "Burstable", "hostIP": f"10.224.0.{node_index % 256}",
+            "podIP": f"10.244.{i // 256 % 256}.{i % 256}",
             "podIPs": [{"ip": f"10.244.{i // 256 % 256}.{i % 256}"}], "startTime": TIME,
             "conditions": [{"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": TIME}
-                           for c in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")],
-            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "started": True, "image": container["image"],
+                           for c in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                     "PodScheduled")],
+            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "started": True,
+                                   "image": container["image"],
                                    "imageID": f"registry.example.com/team-{i % 7}/image-{i % 24}@sha256:{i:064d}",
                                    "containerID": f"containerd://{i:064x}", "state": {"running": {"startedAt": TIME}}}],
         },
@@ -165,10 +189,12 @@ def dra_objects() -> dict[str, list[dict]]:
         "resourceslices": [{"metadata": {"name": "node-00000-gpu.nvidia.com-x7k2p", **meta},
                             "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-00000",
                                      "pool": {"name": "node-00000", "generation": 1, "resourceSliceCount": 1},
-                                     "devices": [{"name": f"gpu-{g}", "attributes": {"productName": {"string": "NVIDIA H100 80GB HBM3"}},
+                                     "devices": [{"name": f"gpu-{g}",
+                                                  "attributes": {"productName": {"string": "NVIDIA H100 80GB HBM3"}},
                                                   "capacity": {"memory": {"value": "80Gi"}}} for g in range(2)]}}],
         "resourceclaims": [{"metadata": {"name": "shared-gpu", "namespace": "team-1", **meta},
-                            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}],
+                            "spec": {"devices": {"requests": [{"name": "gpu",
+                                                               "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}],
     }
 
 

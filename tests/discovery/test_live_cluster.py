@@ -249,7 +249,7 @@ def _exec_kubeconfig(server: ApiServer, path: Path, script: str) -> Path:
 
 def test_an_exec_credential_plugin_gives_the_token(server, tmp_path, files_model):
     plugin = ("import json; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1', "
-              "'kind': 'ExecCredential', 'status': {'token': %r}}))" % server.token)
+              "'kind': 'ExecCredential', 'status': {'token': " + repr(server.token) + "}}))")
     done, model = _discover(tmp_path, "--kubeconfig", _exec_kubeconfig(server, tmp_path / "kc", plugin))
     assert done.code == 0, done.err
     assert model == files_model
@@ -388,7 +388,8 @@ def test_a_live_quota_refuses_the_replica_that_crosses_it_and_is_recorded_by_dis
 
 def test_quotas_the_credentials_may_not_list_are_skipped_with_a_warning(tmp_path):
     served = {"/api/v1/resourcequotas": [], "/api/v1/limitranges": []}
-    with ApiServer(nodes=NODES, pods=PODS, extra=served, forbidden=frozenset({"resourcequotas", "limitranges"})) as server:
+    with ApiServer(nodes=NODES, pods=PODS, extra=served,
+                   forbidden=frozenset({"resourcequotas", "limitranges"})) as server:
         done = run("discover", "--kubeconfig", server.kubeconfig(tmp_path / "kc"), "--out", tmp_path / "c.json")
     assert done.code == 0, done.err
     [warning] = [line for line in done.err.splitlines() if "ResourceQuota, LimitRange" in line]

@@ -37,7 +37,8 @@ def allowed_by(rule: dict, request: tuple) -> bool:
     if len(request) == 2:
         return request[0] in rule.get("verbs", ()) and request[1] in rule.get("nonResourceURLs", ())
     verb, group, resource = request
-    return verb in rule.get("verbs", ()) and group in rule.get("apiGroups", ()) and resource in rule.get("resources", ())
+    return verb in rule.get("verbs", ()) and group in rule.get("apiGroups",
+                                                               ()) and resource in rule.get("resources", ())
 
 
 def requests_of_discover(tmp_path: Path, **server) -> set[tuple]:
