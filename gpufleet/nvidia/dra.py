@@ -64,14 +64,15 @@ def gate_problems(overrides: dict[str, bool]) -> list[str]:
     return problems
 
 
-def device_class_manifests(gpus: bool = True, compute_domains: bool = True, extended_resource: bool = True) -> list[dict]:
+def device_class_manifests(gpus: bool = True, compute_domains: bool = True,
+                           extended_resource: bool = True) -> list[dict]:
     """The DeviceClasses the driver's chart installs (resource.k8s.io/v1), as raw objects. gpu-operator's
     own copies (GPUCluster) are the same but for `extendedResourceName`, which they leave out."""
     out = []
     if gpus:
         for name, dtype in GPU_DEVICE_CLASSES.items():
-            spec: dict = {"selectors": [{"cel": {"expression": f"device.driver == '{GPU_DRIVER}' && "
-                                                               f"device.attributes['{GPU_DRIVER}'].type == '{dtype}'"}}]}
+            expression = f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == '{dtype}'"
+            spec: dict = {"selectors": [{"cel": {"expression": expression}}]}
             if name == "gpu.nvidia.com" and extended_resource:
                 spec["extendedResourceName"] = "nvidia.com/gpu"
             out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},

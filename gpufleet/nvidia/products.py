@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from gpufleet.nvidia.architectures import ARCHITECTURES, Architecture
 
-
 #: SXM parts sit on NVIDIA HGX baseboards: 8 GPUs per board for A100 (HGX A100 8-GPU, DGX A100),
 #: H100 / H200 (HGX H100 / H200 8-GPU, DGX H100 / H200) and B200 (HGX B200, DGX B200); one board per node.
 HGX_8 = 8
@@ -71,7 +70,8 @@ PRODUCTS: dict[str, GpuProduct] = {
         GpuProduct("Tesla-V100-SXM2-32GB", "Tesla-V100-SXM2-32GB", 32768, (7, 0), "volta", max_gpus_per_node=HGX2_V100),
         GpuProduct("NVIDIA-A10", "NVIDIA-A10", 23028, (8, 6), "ampere"),
         GpuProduct("A100-PCIE-40GB", "A100-PCIE-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20F1"),
-        GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0", HGX_8),
+        GpuProduct("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB", 40960, (8, 0), "ampere", "A100-40GB", "0x20B0",
+                   HGX_8),
         GpuProduct("NVIDIA-A100-80GB-PCIe", "NVIDIA-A100-80GB-PCIe", 81920, (8, 0), "ampere", "80GB", "0x20B5"),
         GpuProduct("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", 81920, (8, 0), "ampere", "80GB", "0x20B2", HGX_8),
         GpuProduct("NVIDIA-A30", "NVIDIA-A30", 24576, (8, 0), "ampere", "A30", "0x20B7"),

@@ -301,8 +301,8 @@ def test_bad_index_and_bad_parallelism_are_refused():
 
 
 _values = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
-                    st.text(max_size=5), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                              st.integers(), max_size=2))
+                    st.text(max_size=5), st.lists(st.integers(), max_size=3),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 _FIELDS = ["hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads",
            "intermediate_size", "head_dim", "tie_word_embeddings", "torch_dtype", "num_local_experts",
            "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "first_k_dense_replace", "mlp_only_layers",

@@ -23,7 +23,13 @@ from gpufleet.nvidia.model_memory.flags import image_version, parse_length, read
 from gpufleet.nvidia.model_memory.served import ServedModel, activation_shape, from_facts, legacy_annotation
 from gpufleet.nvidia.model_memory.verdict import Device, assess
 from gpufleet.nvidia.model_memory.vllm import (
-    GIB, MIB, VllmArgs, default_batched_tokens, default_max_num_seqs, default_utilization, kv_capacity,
+    GIB,
+    MIB,
+    VllmArgs,
+    default_batched_tokens,
+    default_max_num_seqs,
+    default_utilization,
+    kv_capacity,
     largest_accepted_len,
 )
 
@@ -404,7 +410,8 @@ def test_a_value_attached_to_a_boolean_flag_is_refused_as_argparse_refuses_it():
 
 
 def test_the_last_occurrence_wins_as_with_argparse():
-    found, _ = read_flags(["--tensor-parallel-size", "2", "-tp", "4", "--max-model-len=1024", "--max-model-len", "2048"])
+    found, _ = read_flags(["--tensor-parallel-size", "2", "-tp", "4", "--max-model-len=1024", "--max-model-len",
+                           "2048"])
     assert found["tensor_parallel"] == 4 and found["max_model_len"] == 2048
 
 

@@ -20,8 +20,8 @@ from gpufleet.nvidia.products import find_product
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 CONFIGS = sorted(p.parent.name for p in CHECKPOINTS.glob("*/config.json"))
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(2**40, 2**70), st.floats(allow_nan=True),
-                st.text(max_size=5), st.lists(st.integers(0, 4), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                              st.integers(), max_size=2))
+                st.text(max_size=5), st.lists(st.integers(0, 4), max_size=3),
+                st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 DEVICES = [whole_gpu(find_product("NVIDIA-GeForce-RTX-4090")), whole_gpu(find_product("NVIDIA-H100-80GB-HBM3")),
            mig_instance(find_product("NVIDIA-H100-80GB-HBM3"), "1g.10gb", 9984)]
 

@@ -11,8 +11,14 @@ import pytest
 
 from gpufleet.config.model import Quantization
 from gpufleet.nvidia.model_memory.flags import FLAGS, read_flags
-from gpufleet.nvidia.model_memory.quantization import METHODS, VLLM_FLAG_VALUES, VLLM_FROM_CONFIG, \
-    VLLM_KERNELS, method_of, read_scheme
+from gpufleet.nvidia.model_memory.quantization import (
+    METHODS,
+    VLLM_FLAG_VALUES,
+    VLLM_FROM_CONFIG,
+    VLLM_KERNELS,
+    method_of,
+    read_scheme,
+)
 from tests.conftest import ROOT
 
 

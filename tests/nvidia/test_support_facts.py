@@ -7,6 +7,7 @@ from __future__ import annotations
 import tarfile
 
 import pytest
+import upstream_files
 import yaml
 
 from gpufleet.nvidia import dra_prerequisites as dra_req
@@ -14,7 +15,6 @@ from gpufleet.nvidia import operator_support as support
 from gpufleet.nvidia import versions
 from gpufleet.nvidia.architectures import ARCHITECTURES, driver_branch, driver_version
 from gpufleet.nvidia.products import PRODUCTS
-import upstream_files
 from tests.upstream.upstream_charts import chart_archive
 
 
@@ -65,7 +65,8 @@ def test_every_architecture_the_issue_names_is_in_the_table():
 
 def test_the_pinned_operator_release_lists_the_driver_its_chart_pins():
     release = support.release_of(support.operator_version(versions.GPU_OPERATOR_VERSION))
-    values = yaml.safe_load(upstream_files.values_file(versions.GPU_OPERATOR_CHART, versions.GPU_OPERATOR_VERSION).read_text())
+    values = yaml.safe_load(upstream_files.values_file(versions.GPU_OPERATOR_CHART,
+                                                       versions.GPU_OPERATOR_VERSION).read_text())
     assert values["driver"]["version"] == versions.DRIVER_VERSION
     assert versions.DRIVER_VERSION in release.drivers
     assert release.kubernetes[0] <= (1, 34) <= release.kubernetes[1]
@@ -102,7 +103,7 @@ def test_the_dra_kubelet_plugin_labels_are_the_charts_node_affinity():
 
 def test_the_dra_chart_installs_from_the_kubernetes_version_recorded():
     kube_version = _chart_file(versions.DRA_DRIVER_CHART, "Chart.yaml")["kubeVersion"]
-    assert kube_version == ">=%d.%d.0-0" % dra_req.CHART_MIN_KUBERNETES
+    assert kube_version == ">={}.{}.0-0".format(*dra_req.CHART_MIN_KUBERNETES)
 
 
 @pytest.mark.parametrize("labels, runs", [

@@ -353,7 +353,7 @@ def _pp_ranges(layers: int, pp: int) -> list[tuple[int, int]]:
     for i in range(2, layers % pp + 2):
         parts[-i] += 1
     starts = [sum(parts[:r]) for r in range(pp)]
-    return [(s, s + n) for s, n in zip(starts, parts)]
+    return [(s, s + n) for s, n in zip(starts, parts, strict=True)]
 
 
 def _mxfp4_expert_bytes(hidden: int, inter: int, backend: str) -> int:

@@ -45,7 +45,7 @@ class ServedModel:
         return vllm.startup(self.weights, self.kv, shape, self.args, visible, mig=mig, a100=a100,
                             max_position=self.max_position, activation=self.activation_override)
 
-    def with_args(self, **changes) -> "ServedModel":
+    def with_args(self, **changes) -> ServedModel:
         return replace(self, args=replace(self.args, **changes))
 
     # --- the manifest annotation (JSON, camelCase-free: it is ours alone) ---------------------------------------
@@ -59,14 +59,15 @@ class ServedModel:
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict) -> "ServedModel":
+    def from_json(cls, doc: dict) -> ServedModel:
         """Inverse of to_json; ValueError naming the bad key (never another exception)."""
         if not isinstance(doc, dict) or doc.get("engine") != vllm.ENGINE:
             raise ValueError(f"engine={doc.get('engine') if isinstance(doc, dict) else doc!r}; allowed: vllm")
         kv = _typed(doc.get("kv"), "kv", KvLayout)
         sliding = kv.get("sliding_layers", ())
         if not isinstance(sliding, (list, tuple)) or not all(
-                isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_int(x) and x >= 1 for x in p) for p in sliding):
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_int(x) and x >= 1 for x in p)
+                for p in sliding):
             raise ValueError(f"kv.sliding_layers={sliding!r} is not a list of [window, layers] pairs")
         kv["sliding_layers"] = tuple((int(w), int(n)) for w, n in sliding)
         act = _typed(doc["activation"], "activation", vllm.ActivationShape) if doc.get("activation") else None

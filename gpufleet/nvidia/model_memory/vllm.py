@@ -203,7 +203,8 @@ def _layer_usage_blocks(window: int | None, max_model_len: int, batched: int, bl
 
 def _groups(kv: KvLayout) -> tuple[int, list[tuple[int | None, int]]]:
     """(layers per group, [(window, groups of that kind)]): vLLM's grouping of a hybrid model's layers into
-    groups of equal size, so one block pool serves them all (kv_cache_utils `_get_kv_cache_groups_uniform_page_size`)."""
+    groups of equal size, so one block pool serves them all
+    (kv_cache_utils `_get_kv_cache_groups_uniform_page_size`)."""
     kinds: list[tuple[int | None, int]] = [(None, kv.full_layers)] if kv.full_layers else []
     kinds += list(kv.sliding_layers)
     if len(kinds) <= 1:
