@@ -8,7 +8,8 @@ errors in its words. Fields of the wrong JSON type are skipped here: the schema 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gpufleet.validation import names
 from gpufleet.validation.fields import FieldError, duplicate, each, invalid, not_supported, required

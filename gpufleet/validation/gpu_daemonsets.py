@@ -8,17 +8,29 @@ release's own node pods may go (the charts' affinity, gpufleet.nvidia.stack_plac
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from gpufleet.nvidia import node_platforms as facts
 from gpufleet.nvidia import stack_placement as placement
 from gpufleet.taints import tolerates_any
 from gpufleet.validation.gpu_requests import is_list
 from gpufleet.validation.node_platform import (
-    DEVICE_PLUGIN, ERROR, OPERATOR, WARNING, Finding, NodeFacts, Release, grouped_by, host_driver_evidence,
-    names, nvidia_not_default, shown_os, why_not_default,
+    DEVICE_PLUGIN,
+    ERROR,
+    OPERATOR,
+    WARNING,
+    Finding,
+    NodeFacts,
+    Release,
+    grouped_by,
+    host_driver_evidence,
+    names,
+    nvidia_not_default,
+    shown_os,
+    why_not_default,
 )
+
 
 def _required_terms(spec: Mapping) -> list[list[Mapping]]:
     affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}

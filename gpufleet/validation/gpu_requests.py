@@ -9,10 +9,10 @@ and `Sequence`, so the pack's preview proxies still raise on an unknown value, w
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from gpufleet.nvidia.mig_profiles import TABLES, resource_name
 

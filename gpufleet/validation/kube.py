@@ -10,10 +10,11 @@ gpufleet itself writes are skipped, by name (KNOWN_CUSTOM_RESOURCES), plus the H
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml

@@ -16,9 +16,9 @@ A finding is an error where the stack cannot work on those nodes, a warning wher
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from gpufleet.nvidia import node_platforms as facts
 from gpufleet.nvidia.operator_support import RELEASES, minor_text, operator_version

@@ -6,7 +6,8 @@ validatePodAffinityTerm, validateTopologySpreadConstraints), in their wording. T
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet.k8s_names import qualified_name_errors
 from gpufleet.validation.fields import FieldError, duplicate, each, invalid, not_supported, required

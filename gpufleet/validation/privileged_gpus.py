@@ -13,8 +13,8 @@ MPS's per-client limits altogether (an error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from gpufleet.validation.gpu_requests import containers, is_list
 

@@ -13,7 +13,8 @@ errors, joined as its aggregate error prints them.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpufleet.capacity.quantity import canonical, milli
 from gpufleet.errors import InputError

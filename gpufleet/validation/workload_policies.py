@@ -12,9 +12,9 @@ stack's node pools, and `check` schedules against the real nodes' taints already
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from gpufleet.validation.gpu_requests import DevicePluginFacts, containers, is_list, request_shape_messages
 from gpufleet.validation.mps_clients import mps_client_messages

@@ -81,7 +81,8 @@ def test_selector_must_match_template_labels(cli, tmp_path):
 
 
 def test_gpu_quantity_that_is_no_quantity(cli, tmp_path):
-    text = DEPLOYMENT.replace('image: "nginx:1.27"', 'image: "nginx:1.27", resources: {limits: {nvidia.com/gpu: "abc"}}')
+    text = DEPLOYMENT.replace('image: "nginx:1.27"',
+                              'image: "nginx:1.27", resources: {limits: {nvidia.com/gpu: "abc"}}')
     assert problems(cli, tmp_path, text) == [
         "Deployment/infer/web: spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "
         "\"abc\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"]

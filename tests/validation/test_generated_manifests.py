@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import ROOT
+
 from gpufleet.config.loading import load_stack
 from gpufleet.validation import validate_paths
 

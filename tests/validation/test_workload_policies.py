@@ -18,7 +18,10 @@ def cronjob(spec: dict, annotations: dict | None = None) -> dict:
             "spec": {"jobTemplate": {"spec": {"template": template}}}}
 
 
-def texts(obj, facts: WorkloadFacts = WorkloadFacts()) -> list[str]:
+NO_FACTS = WorkloadFacts()
+
+
+def texts(obj, facts: WorkloadFacts = NO_FACTS) -> list[str]:
     return [f.text for f in workload_findings(obj, facts)]
 
 
@@ -54,7 +57,8 @@ def test_platform_managed_mode_allows_pinning_but_never_a_driver_mount():
 
 
 def test_allowed_host_paths_cover_everything_below_them():
-    assert texts(cronjob({"containers": [], "volumes": DRIVER}), WorkloadFacts(allowed_host_paths=("/run/nvidia/",))) == []
+    assert texts(cronjob({"containers": [], "volumes": DRIVER}),
+                 WorkloadFacts(allowed_host_paths=("/run/nvidia/",))) == []
 
 
 @pytest.mark.parametrize("devices, says", [
