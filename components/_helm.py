@@ -8,7 +8,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-
 #: A Helm repository (URL) that serves the pinned charts under the same names and versions, used instead of each
 #: chart's upstream repository: for clusters without internet access, and for the end-to-end tests.
 CHART_MIRROR_ENV = "GPUFLEET_CHART_MIRROR"

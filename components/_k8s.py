@@ -58,7 +58,8 @@ def env_secret(name: str, manifests: list[dict[str, Any]], values: Mapping[str, 
 
 def is_env_secret(manifest: dict[str, Any], manifests: list[dict[str, Any]]) -> bool:
     workload = next(m for m in manifests if m["kind"] in ("Deployment", "Job"))
-    return manifest["kind"] == "Secret" and manifest["metadata"]["name"] == env_secret_name(workload["metadata"]["name"])
+    return (manifest["kind"] == "Secret"
+            and manifest["metadata"]["name"] == env_secret_name(workload["metadata"]["name"]))
 
 
 def claim_template(name: str, manifests: list[dict[str, Any]], opts: pulumi.ResourceOptions):

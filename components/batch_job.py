@@ -25,7 +25,8 @@ class BatchJob(pulumi.ComponentResource):
     def __init__(self, name: str, args: BatchJobArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpufleet:index:BatchJob", name, None, opts)
         job = next(m for m in args.manifests if m["kind"] == "Job")
-        self.env_secret = env_secret(name, args.manifests, args.env_secrets, child_opts(self, args.provider, args.depends_on))
+        self.env_secret = env_secret(name, args.manifests, args.env_secrets,
+                                     child_opts(self, args.provider, args.depends_on))
         self.claim_template = claim_template(name, args.manifests, child_opts(self, args.provider, args.depends_on))
         deps = [*args.depends_on, *[r for r in (self.env_secret, self.claim_template) if r is not None]]
         self.job = from_manifest(f"{name}-job", job, child_opts(self, args.provider, deps))

@@ -3,8 +3,8 @@ the node labels and the workloads of one StackConfig. Every decision is made by 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -70,7 +70,8 @@ class GpuStack(pulumi.ComponentResource):
             for c in named_claims(cfg)
         }
         self.workloads = [self._workload(name, cfg, w, p) for w in cfg.workloads]
-        self.endpoints = {w.name: getattr(c, "endpoint", None) for w, c in zip(cfg.workloads, self.workloads)
+        self.endpoints = {w.name: getattr(c, "endpoint", None)
+                          for w, c in zip(cfg.workloads, self.workloads, strict=True)
                           if getattr(c, "endpoint", None) is not None}
         self.register_outputs({"endpoints": self.endpoints})
 

@@ -7,11 +7,13 @@ and the descriptions from the attribute docstrings.
 
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional, TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import yaml
+from config_schema import stack_spelling, with_typed_config
 from pulumi.errors import InputPropertiesError
 from pulumi.output import Unknown
 from pulumi.provider import main as provider_main
@@ -32,8 +34,6 @@ from gpufleet.render.gpu_stack import stack_namespace
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 
-from config_schema import stack_spelling, with_typed_config
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "gpufleet"
 CONFIG_YAML_SOURCE = "configYaml"
@@ -46,19 +46,19 @@ def version() -> str:
 
 
 class GpuStackArgs(TypedDict):
-    stack_file: Optional[str]
+    stack_file: str | None
     ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "
      "e.g. `/src/gpufleet/Pulumi.dev.yaml`; a relative path is read from the plugin's working directory, so "
      "prefer an absolute one. Give exactly one config input: `stackFile` or `configYaml` (or, on GpuStack, "
      "the typed `config`).")
-    config_yaml: Optional[str]
+    config_yaml: str | None
     ("The stack config as YAML text: the `gpufleet:` section of a stack file, one key per section "
      "(`mode`, `cluster`, `operator`, `devicePlugin`, `nodePools`, `workloads`, ...; `gpufleet schema` lists "
      "them), with or without the `gpufleet:` prefix. Give exactly one config input: `stackFile` or "
      "`configYaml` (or, on GpuStack, the typed `config`).")
-    config: Optional[Any]
+    config: Any | None
     "The stack config as a typed object (its schema type is set by GpufleetProvider from the config models)."
-    secrets: Optional[pulumi.Input[dict[str, pulumi.Input[str]]]]
+    secrets: pulumi.Input[dict[str, pulumi.Input[str]]] | None
     ("Values of the secret config keys the config names (a notebook's `tokenConfigKey`, an env var's "
      "`secretConfigKey`), by key; they reach the cluster only as Pulumi secrets. A key not given here "
      "is read from the calling stack's `gpufleet:<key>` secret config.")
@@ -82,7 +82,7 @@ class GpuStack(core.GpuStack):
      "(e.g. `nvidia.com/gpu`, MIG slices, shared replicas), as `gpufleet plan` and `check` count them; none in a "
      "DRA stack, whose GPUs are ResourceSlice devices.")
 
-    def __init__(self, name: str, args: GpuStackArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None):
         cfg = stack_config(args)
         secret = secret_lookup(args.get("secrets"))
 
@@ -102,12 +102,12 @@ class GpuStack(core.GpuStack):
 # the class's own source, so a TypedDict that inherits them would serve them undocumented (tried: the schema test
 # catches it).
 class StackConfigArgs(TypedDict):
-    stack_file: Optional[str]
+    stack_file: str | None
     ("Path to a gpufleet stack file (`Pulumi.<stack>.yaml`) whose `gpufleet:` config declares the stack, "
      "e.g. `/src/gpufleet/Pulumi.dev.yaml`; a relative path is read from the plugin's working directory, so "
      "prefer an absolute one. Give exactly one config input: `stackFile` or `configYaml` (or, on GpuStack, "
      "the typed `config`).")
-    config_yaml: Optional[str]
+    config_yaml: str | None
     ("The stack config as YAML text: the `gpufleet:` section of a stack file, one key per section "
      "(`mode`, `cluster`, `operator`, `devicePlugin`, `nodePools`, `workloads`, ...; `gpufleet schema` lists "
      "them), with or without the `gpufleet:` prefix. Give exactly one config input: `stackFile` or "
@@ -144,7 +144,7 @@ class GpuOperator(core_op.GpuOperator):
     namespace: pulumi.Output[str]
     """The namespace of the release (`gpufleet:operator.namespace`)."""
 
-    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: StackConfigArgs, opts: pulumi.ResourceOptions | None = None):
         _, cfg = _gpu_stack_config(args, "GpuOperator", ("operator",))
         ns = stack_namespace(cfg)
         super().__init__(name, core_op.GpuOperatorArgs(
@@ -164,7 +164,7 @@ class DevicePlugin(core_dp.DevicePlugin):
     namespace: pulumi.Output[str]
     """The namespace of the release (`gpufleet:devicePlugin.namespace`)."""
 
-    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: StackConfigArgs, opts: pulumi.ResourceOptions | None = None):
         source, cfg = _gpu_stack_config(args, "DevicePlugin", ("standalone",))
         if cfg.uses_dra():
             raise _not_for(source, f"{NAMESPACE}:gpuAllocation",
@@ -190,7 +190,7 @@ class SharingConfig(core_sharing.SharingConfig):
     profiles: pulumi.Output[list[str]]
     """The ConfigMap's keys: the sharing profile names (sorted)."""
 
-    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: StackConfigArgs, opts: pulumi.ResourceOptions | None = None):
         source, cfg = _gpu_stack_config(args, "SharingConfig", ("operator", "standalone"))
         manifest = render.sharing_configmap(cfg)
         if manifest is None:
@@ -214,7 +214,7 @@ class MigGeometry(core_mig.MigGeometry):
     namespace: pulumi.Output[str]
     """The namespace of the ConfigMap (and of mig-manager in standalone mode): the GPU stack's."""
 
-    def __init__(self, name: str, args: StackConfigArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: StackConfigArgs, opts: pulumi.ResourceOptions | None = None):
         source, cfg = _gpu_stack_config(args, "MigGeometry", ("operator", "standalone"))
         manifest = render.mig_configmap(cfg)
         if manifest is None:

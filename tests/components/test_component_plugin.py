@@ -24,8 +24,14 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
-from pulumi.runtime.proto import (engine_pb2, engine_pb2_grpc, provider_pb2, provider_pb2_grpc, resource_pb2,
-                                  resource_pb2_grpc)
+from pulumi.runtime.proto import (
+    engine_pb2,
+    engine_pb2_grpc,
+    provider_pb2,
+    provider_pb2_grpc,
+    resource_pb2,
+    resource_pb2_grpc,
+)
 
 from gpufleet.config.loading import load_stack, parse_sections
 from gpufleet.errors import ConfigError
@@ -64,7 +70,7 @@ class RecordingMonitor(resource_pb2_grpc.ResourceMonitorServicer):
     def __init__(self, project: str, stack: str):
         self.reset(project, stack)
 
-    def reset(self, project: str, stack: str) -> "RecordingMonitor":
+    def reset(self, project: str, stack: str) -> RecordingMonitor:
         self.project, self.stack = project, stack
         self.registrations: list[dict] = []
         self.outputs: dict[str, dict] = {}

@@ -48,7 +48,8 @@ def test_gpu_operator_is_a_pinned_release_with_rendered_values(dev, preview):
     comp, (release,) = children_of(plan, "gpufleet:index:GpuOperator")
     assert release.type == "kubernetes:helm.sh/v3:Release" and release.name == "op-release"
     i = release.inputs
-    assert (i["chart"], i["version"], i["name"], i["namespace"]) == ("gpu-operator", "v26.7.0", "gpu-operator", "gpu-operator")
+    assert (i["chart"], i["version"], i["name"], i["namespace"]) == ("gpu-operator", "v26.7.0", "gpu-operator",
+                                                                     "gpu-operator")
     assert i["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
     assert i["timeout"] == 900
     assert i["values"]["mig"] == {"strategy": "none"}
@@ -124,7 +125,8 @@ def test_notebook_token_is_a_pulumi_secret_end_to_end(dev, preview):
     assert secret["stringData"].get(SIG_KEY) == SECRET_SIG  # wrapped as a secret on the wire
     deployment = next(k for k in kids if k.inputs["kind"] == "Deployment").inputs
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "JUPYTER_TOKEN", "valueFrom": {"secretKeyRef": {"name": "tf-notebook-token", "key": "token"}}} in env
+    assert {"name": "JUPYTER_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "tf-notebook-token", "key": "token"}}} in env
     assert seen == ["tf-notebook-token"]
 
 

@@ -135,7 +135,8 @@ def test_a_plain_text_value_for_the_key_is_refused(project, cli):
     result = cli("plan", "--stack", "sec", "--project-dir", project, "--no-policies")
     assert result.code == 2
     assert result.err.strip() == ("Pulumi.sec.yaml:2: gpufleet:hfToken: a workload reads hfToken as a secret, but it "
-                                  "is set in plain text; allowed: a secret value: pulumi config set --secret hfToken <value>")
+                                  "is set in plain text; allowed: a secret value: pulumi config set --secret hfToken "
+                                  "<value>")
     assert SENTINEL not in result.err and SENTINEL not in result.out
 
 
@@ -145,11 +146,12 @@ def test_each_workload_component_owns_its_env_secret(decrypted, preview):
     components = {"inference": lambda w: InferenceService("c", InferenceServiceArgs(workload_objects(cfg, w),
                                                                                     {"HF_TOKEN": SENTINEL})),
                   "job": lambda w: BatchJob("c", BatchJobArgs(workload_objects(cfg, w), {"HF_TOKEN": SENTINEL})),
-                  "notebook": lambda w: Notebook("c", NotebookArgs(workload_objects(cfg, w), "tok", {"HF_TOKEN": SENTINEL}))}
+                  "notebook": lambda w: Notebook("c",
+                                                 NotebookArgs(workload_objects(cfg, w), "tok", {"HF_TOKEN": SENTINEL}))}
     for w in cfg.workloads:
         seen = []
 
-        def program(w=w):
+        def program(w=w, seen=seen):
             comp = components[w.kind](w)
             comp.env_secret.metadata.apply(lambda m: seen.append(m["name"]))
 
