@@ -16,9 +16,9 @@ from policies import (
     gpu_request_shape,
     gpu_taint_toleration,
     mig_geometry_valid,
-    mps_client_memory,
     model_concurrency,
     model_fits_gpu,
+    mps_client_memory,
     no_driver_hostpath,
     no_privileged_shared_gpu,
     no_visible_devices_bypass,
@@ -35,7 +35,8 @@ from policies import (
 
 PACK_NAME = "gpufleet-policies"
 MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geometry_valid, no_visible_devices_bypass,
-           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths, model_fits_gpu,
+           no_driver_hostpath, gpu_taint_toleration, public_loadbalancer, pinned_versions, runtime_paths,
+           model_fits_gpu,
            model_concurrency, gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate,
            dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom, node_platform,
            node_platform_advisories, no_privileged_shared_gpu, gpu_privileged, mps_client_memory)

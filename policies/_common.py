@@ -9,12 +9,12 @@ preview any value may be unknown; touching it raises `UnknownValueError`. Per-re
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
@@ -73,8 +73,7 @@ def pod_template_metadata(resource_type: str, props: Any) -> dict:
 def containers(spec: Any) -> Iterator[dict]:
     """Init, regular and ephemeral containers of a pod spec."""
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for c in (spec or {}).get(key) or []:
-            yield c
+        yield from (spec or {}).get(key) or []
 
 
 def kind_of(resource_type: str) -> str:

@@ -68,8 +68,10 @@ def _release(r, facts: DraFacts) -> None:
                 facts.device_plugins.append(Source(where, r.urn))
         if _on(dig(values, "gpuCluster", "deployCR"), False):
             facts.gpu_clusters.append(Source(where, r.urn))
-            facts.drivers.append(DraDriver(where, r.urn, dra.effective_gates(dict(dig(values, "draDriver", "featureGates") or {})),
-                                           _classes(True, _on(dig(values, "draDriver", "computeDomains", "enabled"), True))))
+            facts.drivers.append(DraDriver(where, r.urn,
+                                           dra.effective_gates(dict(dig(values, "draDriver", "featureGates") or {})),
+                                           _classes(True, _on(dig(values, "draDriver", "computeDomains", "enabled"),
+                                                              True))))
     elif chart.endswith("nvidia-device-plugin"):
         facts.device_plugins.append(Source(where, r.urn, dict(values.get("nodeSelector") or {})))
     elif chart.endswith("dra-driver-nvidia-gpu"):

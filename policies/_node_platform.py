@@ -10,10 +10,20 @@ from gpufleet.scheduling.daemonsets import selects_node
 from gpufleet.validation import gpu_daemonsets as ds_rules
 from gpufleet.validation import node_platform as rules
 from policies._common import (
-    POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, describe, each_known, pod_spec,
+    POD_SPEC_PATHS,
+    RELEASE_TYPE,
+    STACK_CONFIG_PROPERTIES,
+    describe,
+    each_known,
+    pod_spec,
 )
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, CapacityUnavailable, load_nodes, planned_labels, pool_members, stack_for_nodes,
+    NODE_FACTS_PROPERTIES,
+    CapacityUnavailable,
+    load_nodes,
+    planned_labels,
+    pool_members,
+    stack_for_nodes,
     views,
 )
 

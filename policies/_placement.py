@@ -10,8 +10,16 @@ from typing import Any
 
 # The chart facts, imported from here by the policies.
 from gpufleet.nvidia.stack_placement import (  # noqa: F401
-    DEVICE_PLUGIN_AFFINITY, DRA_KUBELET_PLUGIN_AFFINITY, GPU_PRESENT, NFD_3D_CONTROLLER, NFD_TEGRA, NFD_VENDOR,
-    NFD_VGA, OPERATOR_GPU_NODE_LABELS, Term, as_terms,
+    DEVICE_PLUGIN_AFFINITY,
+    DRA_KUBELET_PLUGIN_AFFINITY,
+    GPU_PRESENT,
+    NFD_3D_CONTROLLER,
+    NFD_TEGRA,
+    NFD_VENDOR,
+    NFD_VGA,
+    OPERATOR_GPU_NODE_LABELS,
+    Term,
+    as_terms,
 )
 from policies._common import dig
 

@@ -5,7 +5,10 @@ resources the stack serves only as shares comes from its node pools (every pool 
 from __future__ import annotations
 
 from pulumi_policy import (
-    EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy,
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
 )
 
 from gpufleet.nvidia.sharing import GPU

@@ -21,7 +21,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         for request, cls in device_requests(spec):
             if cls not in known:
                 report_violation(f"{what} request {request} asks for device class '{cls}', which nothing in the stack "
-                                 f"creates. Expected one of: {', '.join(sorted(known)) or '(no DeviceClass at all)'}.", urn)
+                                 f"creates. Expected one of: {', '.join(sorted(known)) or '(no DeviceClass at all)'}.",
+                                 urn)
 
 
 POLICY = StackValidationPolicy(

@@ -28,7 +28,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
             if not _disjoint(driver.node_selector, plugin.node_selector):
                 report_violation(f"{driver.where} runs the DRA GPU plugin and {plugin.where} runs the device plugin "
                                  "on the same nodes, so both hand out the same GPUs. Expected one of them per node "
-                                 "(no device plugin in a DRA stack, or node selectors that keep them apart).", driver.urn)
+                                 "(no device plugin in a DRA stack, or node selectors that keep them apart).",
+                                 driver.urn)
 
 
 POLICY = StackValidationPolicy(

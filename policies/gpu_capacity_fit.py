@@ -14,11 +14,22 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CAPACITY_PROPERTIES, CLAIM_TYPES, CapacityUnavailable, check_fit, extended_resource_toleration,
-    manifests_to_check, plan_capacity,
+    CAPACITY_PROPERTIES,
+    CLAIM_TYPES,
+    CapacityUnavailable,
+    check_fit,
+    extended_resource_toleration,
+    manifests_to_check,
+    plan_capacity,
 )
 from policies._common import (
-    NVIDIA_PREFIX, POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known, pod_spec, quantity,
+    NVIDIA_PREFIX,
+    POD_SPEC_PATHS,
+    STACK_CONFIG_PROPERTIES,
+    config_of,
+    each_known,
+    pod_spec,
+    quantity,
 )
 
 
@@ -114,7 +125,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
 
 POLICY = StackValidationPolicy(
     name="gpu-capacity-fit",
-    description="Every GPU workload of the stack is accepted by the API server and fits the planned or discovered GPU capacity.",
+    description="Every GPU workload of the stack is accepted by the API server and fits the planned or discovered GPU "
+                "capacity.",
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,

@@ -38,7 +38,8 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=GPU_REQUEST_SHAPE.name,
-    description="GPU requests are integer limits equal to their requests and name a resource the planned device plugin setup advertises.",
+    description="GPU requests are integer limits equal to their requests and name a resource the planned device plugin "
+                "setup advertises.",
     enforcement_level=EnforcementLevel(GPU_REQUEST_SHAPE.level),
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,
@@ -47,7 +48,8 @@ POLICY = ResourceValidationPolicy(
         "renameByDefault": {"type": "boolean",
                             "description": "Whether shared GPUs are advertised as <name>.shared; overrides the stack."},
         "migProfiles": {"type": "array", "items": {"type": "string"},
-                        "description": "MIG profiles the nodes serve (e.g. 1g.10gb); overrides the stack's geometries."},
+                        "description": "MIG profiles the nodes serve (e.g. 1g.10gb); "
+                                       "overrides the stack's geometries."},
     }),
     validate=validate,
 )

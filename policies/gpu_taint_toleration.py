@@ -74,7 +74,8 @@ POLICY = ResourceValidationPolicy(
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,
         "extendedResourceToleration": {"type": "boolean", "description": "Whether the API server runs the "
-                                       "ExtendedResourceToleration admission plugin; overrides the stack's cluster config."},
+                                       "ExtendedResourceToleration admission plugin; overrides the stack's cluster "
+                                       "config."},
     }),
     validate=validate,
 )

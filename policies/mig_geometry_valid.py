@@ -41,7 +41,7 @@ def _candidates(cfg, name: str, group: dict) -> tuple[list, list[str]]:
         pools = [p for p in cfg.node_pools if p.mig_geometry == name]
         products = [find_product(p.gpu.product) for p in pools]
         if pools:
-            return [(p, pr) for p, pr in zip(pools, products) if pr is not None], [p.name for p in pools]
+            return [(p, pr) for p, pr in zip(pools, products, strict=True) if pr is not None], [p.name for p in pools]
     by_filter = _products_by_filter(group.get("device-filter"))
     return [(None, p) for p in by_filter], []
 
@@ -78,7 +78,8 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
                                              f"{', node pool ' + repr(pool.name) if pool else ''}); expected a "
                                              "geometry that fits one GPU of the product.")
                         ids = group.get("devices")
-                        if pool is not None and isinstance(ids, list) and any(int(float(d)) >= pool.gpu.count for d in ids):
+                        if pool is not None and isinstance(ids,
+                                                           list) and any(int(float(d)) >= pool.gpu.count for d in ids):
                             report_violation(f"{where}: devices {ids} names a GPU index the {pool.gpu.count}-GPU nodes "
                                              f"of node pool '{pool.name}' lack.")
                 elif not any(not check_geometry(t, devices) for t in TABLES.values()):

@@ -7,7 +7,10 @@ stack's: each MPS pool's GPU memory / replicas, for the resource names only MPS 
 from __future__ import annotations
 
 from pulumi_policy import (
-    EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy,
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
 )
 
 from gpufleet.nvidia.products import find_product
@@ -15,7 +18,11 @@ from gpufleet.nvidia.sharing import GPU, SHARED_SUFFIX, mps_share_mib
 from gpufleet.validation.mps_clients import mps_client_messages
 from gpufleet.validation.workload_policies import MPS_CLIENT_MEMORY
 from policies._common import (
-    STACK_CONFIG_PROPERTIES, describe, pod_spec, pod_template_metadata, stack_config_for,
+    STACK_CONFIG_PROPERTIES,
+    describe,
+    pod_spec,
+    pod_template_metadata,
+    stack_config_for,
 )
 
 

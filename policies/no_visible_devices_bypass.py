@@ -11,10 +11,17 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
 from gpufleet.validation.workload_policies import (
-    NO_VISIBLE_DEVICES_BYPASS, visible_devices_bypasses, visible_devices_message,
+    NO_VISIBLE_DEVICES_BYPASS,
+    visible_devices_bypasses,
+    visible_devices_message,
 )
 from policies._common import (
-    STACK_CONFIG_PROPERTIES, config_of, describe, pod_spec, pod_template_metadata, stack_config_for,
+    STACK_CONFIG_PROPERTIES,
+    config_of,
+    describe,
+    pod_spec,
+    pod_template_metadata,
+    stack_config_for,
 )
 
 
@@ -40,7 +47,8 @@ def validate(args: ResourceValidationArgs, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NO_VISIBLE_DEVICES_BYPASS.name,
-    description="Containers get GPUs by requesting a GPU resource, not through NVIDIA_VISIBLE_DEVICES or CDI annotations, unless the platform manages GPUs.",
+    description="Containers get GPUs by requesting a GPU resource, not through NVIDIA_VISIBLE_DEVICES or CDI "
+                "annotations, unless the platform manages GPUs.",
     enforcement_level=EnforcementLevel(NO_VISIBLE_DEVICES_BYPASS.level),
     config_schema=PolicyConfigSchema(properties={
         **STACK_CONFIG_PROPERTIES,

@@ -16,9 +16,14 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationA
 from gpufleet.validation.node_platform import host_driver_message
 from policies._common import STACK_CONFIG_PROPERTIES
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, CapacityUnavailable, gpu_nodes, load_nodes, planned_labels, stack_for_nodes, views,
+    NODE_FACTS_PROPERTIES,
+    CapacityUnavailable,
+    gpu_nodes,
+    load_nodes,
+    planned_labels,
+    stack_for_nodes,
+    views,
 )
-
 
 _SETTING = "gpufleet:operator.driver.enabled"
 

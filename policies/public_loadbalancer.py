@@ -8,6 +8,7 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 from gpufleet.exposure import SOURCE_RANGES_ANNOTATION, effective_source_ranges, is_public
 from policies._common import SERVICE_TYPE, STACK_CONFIG_PROPERTIES, config_of, dig, stack_config_for
 
+
 def _allowed(args, namespace: str, name: str) -> bool:
     if f"{namespace}/{name}" in (config_of(args).get("allowedServices") or []):
         return True

@@ -14,7 +14,10 @@ from pathlib import Path
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationArgs, ResourceValidationPolicy
 
 from gpufleet.nvidia.runtime_presets import (
-    DEFAULT_CONTAINERD_CONFIG, DEFAULT_CONTAINERD_SOCKET, PRESETS, distribution_of,
+    DEFAULT_CONTAINERD_CONFIG,
+    DEFAULT_CONTAINERD_SOCKET,
+    PRESETS,
+    distribution_of,
 )
 from policies._common import PACK_DIR, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, config_of, dig, stack_config_for
 
@@ -46,7 +49,8 @@ def discovered_nodes(config: dict) -> list[dict] | None:
         doc = json.loads(path.read_text())
         return doc.get("items") or doc.get("nodes") or []
     if config.get("kubeconfig"):
-        from kubernetes import client, config as kconfig
+        from kubernetes import client
+        from kubernetes import config as kconfig
 
         kconfig.load_kube_config(config_file=config["kubeconfig"], context=config.get("context"))
         return [client.ApiClient().sanitize_for_serialization(n) for n in client.CoreV1Api().list_node().items]

@@ -13,7 +13,11 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
 from policies._capacity import (
-    CAPACITY_PROPERTIES, CapacityUnavailable, check_fit, extended_resource_toleration, plan_capacity,
+    CAPACITY_PROPERTIES,
+    CapacityUnavailable,
+    check_fit,
+    extended_resource_toleration,
+    plan_capacity,
 )
 from policies._common import STACK_CONFIG_PROPERTIES, config_of
 from policies._model import deployed_pods

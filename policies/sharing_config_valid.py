@@ -37,7 +37,8 @@ def _doc(text: Any) -> dict | None:
 
 
 def _collect(resources) -> tuple[list, list, list]:
-    """(device-plugin docs as (where, name, doc, urn), release MIG strategies, MIG geometries (where, name, groups, urn))."""
+    """(device-plugin docs as (where, name, doc, urn), release MIG strategies,
+    MIG geometries (where, name, groups, urn))."""
     docs, strategies, geometries = [], [], []
 
     def visit(r) -> None:
@@ -108,16 +109,16 @@ def validate(args: StackValidationArgs, report_violation) -> None:
                     report_violation(f"{at} time-slices '{rname}' under MIG strategy '{strategy}'; expected "
                                      "migStrategy mixed (only it advertises nvidia.com/mig-<profile>).", urn)
         if sharing.get("mps"):
-            pools_with_mig = [p.name for p in cfg.node_pools if cfg is not None and
-                              (p.sharing or cfg.device_plugin.default_sharing) == name and cfg.mig_profiles_of_pool(p)] \
-                if cfg is not None else []
+            pools_with_mig = [p.name for p in cfg.node_pools if cfg is not None
+                              and (p.sharing or cfg.device_plugin.default_sharing) == name
+                              and cfg.mig_profiles_of_pool(p)] if cfg is not None else []
             if strategy == "mixed" or (strategy == "single" and _mig_enabled(geometries)) or pools_with_mig:
                 report_violation(f"{where} uses MPS with MIG (strategy '{strategy}'"
                                  f"{', node pools ' + ', '.join(pools_with_mig) if pools_with_mig else ''}); expected "
                                  "time-slicing on MIG devices (MPS is not supported for MIG devices).", urn)
     strategies_set = {s for _, s in strategies} | {dig(d, "flags", "migStrategy") for _, _, d, _ in docs} - {None}
     if "single" in strategies_set:
-        for where, name, groups, urn in geometries:
+        for where, _name, groups, urn in geometries:
             enabled = [g for g in groups if g.get("mig-enabled")]
             if not enabled:
                 continue
@@ -131,7 +132,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
 
 POLICY = StackValidationPolicy(
     name="sharing-config-valid",
-    description="Device plugin sharing configs use one method, at least 2 replicas, MPS only on whole GPUs within its limit, and a MIG strategy their geometries satisfy.",
+    description="Device plugin sharing configs use one method, at least 2 replicas, MPS only on whole GPUs within its "
+                "limit, and a MIG strategy their geometries satisfy.",
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(properties={**STACK_CONFIG_PROPERTIES}),
     validate=validate,

@@ -19,9 +19,22 @@ from gpufleet.nvidia.runtime_presets import distribution_of
 from policies import _placement as placement
 from policies._common import POD_SPEC_PATHS, RELEASE_TYPE, STACK_CONFIG_PROPERTIES, dig, each_known, pod_spec
 from policies._node_facts import (
-    NODE_FACTS_PROPERTIES, PRODUCT_LABEL, CapacityUnavailable, base_product, gpu_nodes, load_nodes, names,
-    observed_product, planned_labels, planned_product, pool_members, product_key, runs_gfd, shows_gpu,
-    stack_for_nodes, views,
+    NODE_FACTS_PROPERTIES,
+    PRODUCT_LABEL,
+    CapacityUnavailable,
+    base_product,
+    gpu_nodes,
+    load_nodes,
+    names,
+    observed_product,
+    planned_labels,
+    planned_product,
+    pool_members,
+    product_key,
+    runs_gfd,
+    shows_gpu,
+    stack_for_nodes,
+    views,
 )
 from policies.runtime_paths import problems as path_problems
 

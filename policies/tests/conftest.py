@@ -6,8 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pulumi_policy import (PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs,
-                           StackValidationArgs, StackValidationPolicy)
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.proxy import unknown_checking_proxy
 
 FIXTURES = Path(__file__).parent / "fixtures"

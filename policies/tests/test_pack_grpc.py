@@ -42,8 +42,8 @@ def test_pack_config_all_advisory_downgrades_the_violation():
 def test_pack_config_disables_a_policy_and_reaches_its_properties():
     plan = _plan("greed")
     assert analyze_plan(plan, PACK, ROOT, {"gpu-capacity-fit": "disabled"}).violations == []
-    report = analyze_plan(plan, PACK, ROOT, {"gpu-capacity-fit": {"capacitySource": "nodesFile",
-                                                                  "nodesFile": "policies/tests/fixtures/nodes-k3s.json"}})
+    nodes_file = {"capacitySource": "nodesFile", "nodesFile": "policies/tests/fixtures/nodes-k3s.json"}
+    report = analyze_plan(plan, PACK, ROOT, {"gpu-capacity-fit": nodes_file})
     assert "kubernetes capacity (2 node(s))" in report.violations[0].message
 
 
