@@ -11,20 +11,20 @@ import yaml
 from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
 from gpufleet.nvidia import versions
+from gpufleet.render import tolerations as tol
 from gpufleet.render.labels import (
     CONFIG_HASH_ANNOTATION,
     DEVICE_PLUGIN_CONFIG_LABEL,
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DEVICE_PLUGIN_POD_APP,
-    GPU_PRESENT_LABEL,
     GFD_DEPLOY_LABEL,
+    GPU_PRESENT_LABEL,
     MIG_CONFIG_LABEL,
     MIG_CONFIGMAP,
     MIG_MANAGER_DEPLOY_LABEL,
     SHARING_CONFIGMAP,
     standard_labels,
 )
-from gpufleet.render import tolerations as tol
 from gpufleet.render.workloads import gpu_runtime_class
 
 NO_SHARING = "no-sharing"

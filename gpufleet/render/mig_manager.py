@@ -56,10 +56,13 @@ def _rbac(namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]},
         {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": NAME, "labels": labels},
          "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": NAME}, "subjects": subject},
-        {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+        {"apiVersion": f"{rbac}/v1", "kind": "Role",
+         "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
          "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
-                   {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "update", "patch"]}]},
-        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+                   {"apiGroups": [""], "resources": ["configmaps"],
+                    "verbs": ["create", "get", "list", "update", "patch"]}]},
+        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding",
+         "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
          "roleRef": {"apiGroup": rbac, "kind": "Role", "name": NAME}, "subjects": subject},
     ]
 
@@ -135,6 +138,7 @@ def mig_manager_objects(namespace: str, gpu_clients_namespace: str | None = None
     `tolerations.with_pool_taints(MIG_MANAGER, cfg)`, which adds the stack's pool taints.
     """
     labels = standard_labels(NAME, "mig-manager")
-    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "namespace": namespace, "labels": labels}}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": NAME, "namespace": namespace, "labels": labels}}
     return [sa, *_rbac(namespace, labels), gpu_clients_configmap(namespace),
             mig_manager_daemonset(namespace, gpu_clients_namespace or namespace, tolerations)]

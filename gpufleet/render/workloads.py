@@ -11,7 +11,10 @@ from gpufleet.config.workloads import BatchJob, InferenceService, Notebook, Prob
 from gpufleet.nvidia.sharing import workload_resource
 from gpufleet.render.claims import claim_template, container_claims, pod_claims
 from gpufleet.render.labels import (
-    EXPECTED_GPU_MEMORY_ANNOTATION, MODEL_MEMORY_ANNOTATION, selector_labels, standard_labels,
+    EXPECTED_GPU_MEMORY_ANNOTATION,
+    MODEL_MEMORY_ANNOTATION,
+    selector_labels,
+    standard_labels,
 )
 
 COMPONENT = {"inference": "inference", "notebook": "notebook", "job": "batch"}
@@ -81,7 +84,8 @@ def _probe(p: Probe | None) -> dict[str, Any] | None:
     return {**action, "initialDelaySeconds": p.initial_delay_seconds, "periodSeconds": p.period_seconds}
 
 
-def _container(cfg: StackConfig, w, ports: list[dict[str, Any]], extra_env: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def _container(cfg: StackConfig, w, ports: list[dict[str, Any]],
+               extra_env: list[dict[str, Any]] = ()) -> dict[str, Any]:
     c: dict[str, Any] = {"name": w.name, "image": w.image, "imagePullPolicy": "IfNotPresent"}
     if w.command:
         c["command"] = list(w.command)
@@ -139,7 +143,8 @@ def _placement(cfg: StackConfig, w) -> dict[str, Any]:
     return spec
 
 
-def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[str, Any], **spec_extra) -> dict[str, Any]:
+def _pod_template(cfg: StackConfig, w, labels: dict[str, str], container: dict[str, Any],
+                  **spec_extra) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": labels}
     annotations = _model_annotations(w) if w.gpu is not None and w.model is not None else {}
     if w.gpu is not None and w.gpu.memory_mib is not None:

@@ -80,7 +80,8 @@ def test_the_operator_chart_renders_the_same_runtime_class_name_into_the_cluster
     pytest.param(lambda: stack(cdi=False, set_as_default=True), id="CDI off, nvidia the default"),
     pytest.param(lambda: stack(cdi=False, toolkit=False), id="CDI off, host toolkit, default unknown"),
     pytest.param(lambda: stack(mode="standalone"), id="standalone, the host's runtime unknown"),
-    pytest.param(lambda: stack(mode="standalone", preset="k3s", set_as_default=True), id="standalone, k3s default nvidia"),
+    pytest.param(lambda: stack(mode="standalone", preset="k3s", set_as_default=True),
+                 id="standalone, k3s default nvidia"),
     pytest.param(lambda: stack(mode="standalone", preset="k3s", allocation="dra"), id="standalone DRA: CDI only"),
 ])
 def test_no_runtime_class_where_the_gpus_reach_the_container_without_it(cfg):

@@ -36,10 +36,12 @@ def test_mounts_host_sys_and_root_and_reads_both_configmaps_where_its_env_points
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["host-sys"]["hostPath"]["path"] == "/sys" and mounts["host-sys"]["mountPath"] == "/sys"
-    assert volumes["host-root"]["hostPath"]["path"] == "/" and mounts["host-root"]["mountPath"] == env["HOST_ROOT_MOUNT"]
+    assert volumes["host-root"]["hostPath"]["path"] == "/"
+    assert mounts["host-root"]["mountPath"] == env["HOST_ROOT_MOUNT"]
     assert mounts["host-root"]["mountPropagation"] == "HostToContainer"
     for var, volume, configmap, key in (("CONFIG_FILE", "mig-parted-config", MIG_CONFIGMAP, "config.yaml"),
-                                        ("GPU_CLIENTS_FILE", "gpu-clients", "gpufleet-mig-gpu-clients", "clients.yaml")):
+                                        ("GPU_CLIENTS_FILE", "gpu-clients", "gpufleet-mig-gpu-clients",
+                                         "clients.yaml")):
         assert env[var] == f"{mounts[volume]['mountPath']}/{key}"
         assert volumes[volume]["configMap"]["name"] == configmap
 

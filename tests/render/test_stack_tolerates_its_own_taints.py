@@ -90,18 +90,22 @@ def gpu_node_tolerations(objects: list[dict]) -> dict[str, list]:
     out = {f"DaemonSet/{n}": d["spec"]["template"]["spec"].get("tolerations", [])
            for n, d in by_kind(objects, "DaemonSet").items()}
     for kind in ("ClusterPolicy", "GPUCluster"):
-        out |= {f"{kind}/{n}": o["spec"]["daemonsets"].get("tolerations", []) for n, o in by_kind(objects, kind).items()}
+        out |= {f"{kind}/{n}": o["spec"]["daemonsets"].get("tolerations", [])
+                for n, o in by_kind(objects, kind).items()}
     out |= {f"NVIDIADriver/{n}": o["spec"].get("tolerations", []) for n, o in by_kind(objects, "NVIDIADriver").items()}
     return out
 
 
 EXPECTED = {
     "operator": {"ClusterPolicy/cluster-policy", "DaemonSet/gpu-operator-node-feature-discovery-worker"},
-    "operator-dra": {"GPUCluster/gpu-cluster", "NVIDIADriver/default", "DaemonSet/gpu-operator-node-feature-discovery-worker"},
+    "operator-dra": {"GPUCluster/gpu-cluster", "NVIDIADriver/default",
+                     "DaemonSet/gpu-operator-node-feature-discovery-worker"},
     "standalone-mps": {"DaemonSet/nvidia-device-plugin", "DaemonSet/nvidia-device-plugin-gpu-feature-discovery",
-                       "DaemonSet/nvidia-device-plugin-mps-control-daemon", "DaemonSet/nvidia-device-plugin-node-feature-discovery-worker"},
+                       "DaemonSet/nvidia-device-plugin-mps-control-daemon",
+                       "DaemonSet/nvidia-device-plugin-node-feature-discovery-worker"},
     "standalone-mig": {"DaemonSet/nvidia-device-plugin", "DaemonSet/nvidia-device-plugin-gpu-feature-discovery",
-                       "DaemonSet/nvidia-device-plugin-mps-control-daemon", "DaemonSet/nvidia-device-plugin-node-feature-discovery-worker"},
+                       "DaemonSet/nvidia-device-plugin-mps-control-daemon",
+                       "DaemonSet/nvidia-device-plugin-node-feature-discovery-worker"},
     "standalone-dra": {"DaemonSet/dra-driver-nvidia-gpu-kubelet-plugin"},
 }
 
@@ -113,7 +117,8 @@ def test_every_gpu_node_daemon_of_the_chart_tolerates_the_pools_custom_taint(nam
     assert set(found) == EXPECTED[name]  # every DaemonSet of the release runs on GPU nodes (NFD's worker on all)
     for what in EXPECTED[name]:
         assert tolerated(found[what], DEDICATED), (what, found[what])
-        assert not tolerated(gpu_node_tolerations(plain)[what], DEDICATED), what  # the fix is gpufleet's, not the chart's
+        # the fix is gpufleet's, not the chart's
+        assert not tolerated(gpu_node_tolerations(plain)[what], DEDICATED), what
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -152,7 +157,8 @@ def test_the_device_plugin_charts_nfd_worker_gets_a_valueless_gpu_taint_and_noth
     plain = upstream_release(parse_sections(VARIANTS["standalone-mig"](), "Pulumi.t.yaml")).values
     values = upstream_release(parse_sections(VARIANTS["standalone-mig"](GPU_NO_VALUE), "Pulumi.t.yaml")).values
     assert values.pop("nfd") == {"worker": {"tolerations": [
-        *tol.DEVICE_PLUGIN_NFD_WORKER, {"key": "nvidia.com/gpu", "operator": "Equal", "value": "", "effect": "NoSchedule"}]}}
+        *tol.DEVICE_PLUGIN_NFD_WORKER,
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "", "effect": "NoSchedule"}]}}
     assert values == plain
 
 
@@ -162,11 +168,13 @@ def test_two_pools_with_the_same_taint_get_one_toleration_and_different_taints_o
                                   "taints": [DEDICATED, {"key": "team", "value": "ml", "effect": "NoExecute"}]})
     values = upstream_release(parse_sections(sections, "Pulumi.t.yaml")).values
     assert [t["key"] for t in values["daemonsets"]["tolerations"]] == ["nvidia.com/gpu", "dedicated", "team"]
-    assert values["daemonsets"]["tolerations"][2] == {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoExecute"}
+    assert values["daemonsets"]["tolerations"][2] == {"key": "team", "operator": "Equal", "value": "ml",
+                                                      "effect": "NoExecute"}
 
 
 def test_operator_nfd_off_leaves_the_nfd_subchart_values_alone():
-    values = upstream_release(parse_sections(variant("dev", DEDICATED, operator={"nfd": False}), "Pulumi.t.yaml")).values
+    values = upstream_release(parse_sections(variant("dev", DEDICATED, operator={"nfd": False}),
+                                             "Pulumi.t.yaml")).values
     assert "node-feature-discovery" not in values
     assert tolerated(values["daemonsets"]["tolerations"], DEDICATED)
 
@@ -175,7 +183,8 @@ def test_gpufleets_own_mig_manager_tolerates_the_pool_taint_in_the_plan_and_the_
     sections = variant("mig", DEDICATED)
     (mig_manager,) = plan_sections(sections).by_type("kubernetes:apps/v1:DaemonSet")
     planned = mig_manager.inputs["spec"]["template"]["spec"]["tolerations"]
-    assert planned == [*tol.MIG_MANAGER, {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    assert planned == [*tol.MIG_MANAGER,
+                       {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
     (in_chart,) = [o.manifest for o in chart_objects(parse_sections(sections, "Pulumi.t.yaml"))
                    if o.manifest["kind"] == "DaemonSet"]
     assert in_chart["spec"]["template"]["spec"]["tolerations"] == planned

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import upstream_files
 import yaml
 
 from gpufleet.config.loading import load_stack
-from gpufleet.render import gpu_stack as r
-import upstream_files
 from gpufleet.nvidia import versions
+from gpufleet.render import gpu_stack as r
 from tests.conftest import ROOT
 
 #: Every stack the repository ships (Pulumi.<stack>.yaml), aks and greed included.
@@ -76,7 +76,8 @@ def test_device_plugin_values_use_only_keys_the_pinned_chart_declares(stack):
 
 
 def test_key_check_catches_a_removed_operator_key():
-    assert unknown_paths({"operator": {"defaultRuntime": "containerd"}}, operator_values()) == ["operator.defaultRuntime"]
+    assert unknown_paths({"operator": {"defaultRuntime": "containerd"}},
+                         operator_values()) == ["operator.defaultRuntime"]
 
 
 def test_operator_chart_version_matches_the_upstream_copy():
@@ -112,4 +113,5 @@ def test_device_plugin_config_is_the_plugins_v1_format():
     data = r.sharing_config_data(cfg)
     doc = yaml.safe_load(data["t4-mps"])
     assert doc == {"version": "v1", "flags": {"migStrategy": "none"},
-                   "sharing": {"mps": {"renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}
+                   "sharing": {"mps": {"renameByDefault": False,
+                                       "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}
