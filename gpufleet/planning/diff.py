@@ -39,7 +39,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def field_changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(path, old, new) for every input leaf that differs; ABSENT where a side lacks the field."""
     a, b = flatten(old), flatten(new)
-    return [(p, a.get(p, ABSENT), b.get(p, ABSENT)) for p in sorted(a.keys() | b.keys()) if a.get(p, ABSENT) != b.get(p, ABSENT)]
+    return [(p, a.get(p, ABSENT),
+             b.get(p, ABSENT)) for p in sorted(a.keys() | b.keys()) if a.get(p, ABSENT) != b.get(p, ABSENT)]
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -176,4 +177,5 @@ def read_plan_document(base_dir: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: cannot read the base plan ({e}); write it with `gpufleet plan --out {base_dir}`") from e
+        raise InputError(f"{path}: cannot read the base plan ({e}); "
+                         f"write it with `gpufleet plan --out {base_dir}`") from e

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 import pulumi.runtime

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.output import Unknown
+from pulumi.runtime.rpc import UNKNOWN
 
 from gpufleet.outdir import write_tree
 from gpufleet.planning.engine import SECRET_SIG, SIG_KEY, Plan, PlannedResource
-from pulumi.output import Unknown
-from pulumi.runtime.rpc import UNKNOWN
 
 SECRET = "[secret]"
 UNKNOWN_TEXT = "[unknown]"
@@ -90,7 +90,8 @@ def manifest_files(plan: Plan) -> dict[str, dict[str, Any]]:
         elif is_kubernetes_object(r):
             doc = manifest_of(r)
             meta = doc.get("metadata") or {}
-            path = f"manifests/{meta.get('namespace') or '_cluster'}/{_file_name(doc['kind'], str(meta.get('name', r.name)))}"
+            file_name = _file_name(doc["kind"], str(meta.get("name", r.name)))
+            path = f"manifests/{meta.get('namespace') or '_cluster'}/{file_name}"
         else:
             continue
         files[path] = doc

@@ -9,8 +9,13 @@ import typer
 
 from gpufleet.planning.pack_config import checked_against_nodes, not_checked_against_nodes, with_nodes_file
 from gpufleet.planning.policy_client import (
-    PolicyPackProcess, PolicyReport, analyze_plan, check_config_against_pack, default_pack_config_path,
-    load_pack_config, start_pack,
+    PolicyPackProcess,
+    PolicyReport,
+    analyze_plan,
+    check_config_against_pack,
+    default_pack_config_path,
+    load_pack_config,
+    start_pack,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +69,7 @@ class PolicyStep:
             self.config = with_nodes_file(self.config, nodes_file.resolve())
         self.process: PolicyPackProcess = start_pack(self.pack_dir, project_dir, stack)
 
-    def __enter__(self) -> "PolicyStep":
+    def __enter__(self) -> PolicyStep:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -155,7 +155,7 @@ class PolicyPackProcess:
         self.channel = None
         self._stderr = None
 
-    def start(self) -> "PolicyPackProcess":
+    def start(self) -> PolicyPackProcess:
         """Spawn the pack (it imports and starts its server while the caller does other work)."""
         if self.proc is None:
             self._stderr = tempfile.TemporaryFile()

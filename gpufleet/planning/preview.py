@@ -55,7 +55,8 @@ def release_deploys(chart: str, values: dict) -> str:
     if chart == "gpu-operator":
         cluster = bool((values.get("gpuCluster") or {}).get("deployCR"))
         policy = (values.get("clusterPolicy") or {}).get("deployCR", True) is not False
-        parts = ["a GPUCluster (the DRA driver)" if cluster else "", "a ClusterPolicy" if policy else "no ClusterPolicy"]
+        parts = ["a GPUCluster (the DRA driver)" if cluster else "",
+                 "a ClusterPolicy" if policy else "no ClusterPolicy"]
         return ", ".join(p for p in parts if p)
     if chart == "nvidia-device-plugin":
         gfd = bool((values.get("gfd") or {}).get("enabled"))

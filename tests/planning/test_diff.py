@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
 from gpufleet.planning.diff import diff_markdown, markdown_cell
 
 NEW_SERVICE = """\
@@ -77,7 +77,8 @@ def res(name: str, inputs: dict, type_: str = "kubernetes:core/v1:Secret") -> di
 def test_diff_lists_removed_resources_and_keeps_secrets_masked():
     old = {"stack": "dev", "resources": [res("tok", {"stringData": {"token": "[secret]"}, "type": "Opaque"}),
                                          res("gone", {"data": {"a": "1"}}, "kubernetes:core/v1:ConfigMap")]}
-    new = {"stack": "dev", "resources": [res("tok", {"stringData": {"token": "[secret]"}, "type": "kubernetes.io/basic-auth"})]}
+    new = {"stack": "dev",
+           "resources": [res("tok", {"stringData": {"token": "[secret]"}, "type": "kubernetes.io/basic-auth"})]}
     md = diff_markdown(old, new)
     assert "#### Removed\n\n- `kubernetes:core/v1:ConfigMap` **gone**" in md
     assert '| `type` | `"Opaque"` | `"kubernetes.io/basic-auth"` |' in md

@@ -18,7 +18,8 @@ GPUFLEET = [sys.executable, "-m", "gpufleet.cli"]
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "gpufleet"), *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([str(Path(sys.executable).parent / "gpufleet"), *args], cwd=cwd, capture_output=True,
+                          text=True)
 
 
 @pytest.mark.parametrize("stack", SHIPPED_STACKS)
@@ -41,7 +42,8 @@ def test_dev_plan_contains_operator_sharing_labels_and_the_three_services():
     assert patch["metadata"] == {"name": "ase-node-0", "labels": {"nvidia.com/device-plugin.config": "t4-mps"}}
     services = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.by_type("kubernetes:core/v1:Service")}
     assert set(services) == {"my-infer2", "my-infer3", "tf-notebook"}
-    assert all(s["type"] == "LoadBalancer" and s["loadBalancerSourceRanges"] == ["10.128.0.0/16"] for s in services.values())
+    assert all(s["type"] == "LoadBalancer" and s["loadBalancerSourceRanges"] == ["10.128.0.0/16"]
+               for s in services.values())
     ports = sorted(p["port"] for s in services.values() for p in s["ports"])
     assert ports == [5001, 8883, 8888]
 
@@ -70,7 +72,8 @@ def test_mig_plan_runs_standalone_plugin_with_single_strategy_and_mig_manager():
     jobs = plan.by_type("kubernetes:batch/v1:Job")
     assert len(jobs) == 2
     for job in jobs:
-        assert job.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "A100-PCIE-40GB-MIG-1g.5gb"}
+        selector = job.inputs["spec"]["template"]["spec"]["nodeSelector"]
+        assert selector == {"nvidia.com/gpu.product": "A100-PCIE-40GB-MIG-1g.5gb"}
     assert plan.by_type("kubernetes:apps/v1:DaemonSet")[0].inputs["metadata"]["name"] == "nvidia-mig-manager"
 
 
@@ -80,15 +83,18 @@ def test_k3s_plan_sets_k3s_containerd_paths_and_tolerates_the_gpu_taint():
     assert {"name": "CONTAINERD_CONFIG", "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"} in env
     assert {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"} in env
     job = plan.get("kubernetes:batch/v1:Job", "k3s-ml-mnist-job").inputs
-    assert {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"} in job["spec"]["template"]["spec"]["tolerations"]
+    assert {"key": "sku", "operator": "Equal", "value": "gpu",
+            "effect": "NoSchedule"} in job["spec"]["template"]["spec"]["tolerations"]
     dq = plan.get("kubernetes:apps/v1:Deployment", "k3s-ml-device-query-deployment").inputs
-    assert dq["spec"]["template"]["spec"]["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    assert dq["spec"]["template"]["spec"]["tolerations"] == [{"key": "sku", "operator": "Equal", "value": "gpu",
+                                                              "effect": "NoSchedule"}]
     assert not [s for s in plan.by_type("kubernetes:core/v1:Service") if "device-query" in s.name]
 
 
 def test_multi_plan_gives_each_team_one_exclusive_gpu_on_its_node():
     plan = plan_shipped("multi")
-    jobs = {j.inputs["metadata"]["namespace"]: j.inputs["spec"]["template"]["spec"] for j in plan.by_type("kubernetes:batch/v1:Job")}
+    jobs = {j.inputs["metadata"]["namespace"]: j.inputs["spec"]["template"]["spec"]
+            for j in plan.by_type("kubernetes:batch/v1:Job")}
     assert set(jobs) == {"gpu1", "gpu2"}
     assert jobs["gpu1"]["nodeSelector"] == {"kubernetes.io/hostname": "gpu-node-m60"}
     assert jobs["gpu2"]["nodeSelector"] == {"kubernetes.io/hostname": "gpu-node-k520"}

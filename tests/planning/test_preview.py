@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import ROOT
 
 NAMESPACE = "edge-appliance-inference-services-for-the-factory-floor-cameras"  # 63 characters
