@@ -15,7 +15,11 @@ from gpufleet.render.claims import named_claims
 from gpufleet.render.mig_manager import mig_manager_objects
 from gpufleet.render.tolerations import MIG_MANAGER, with_pool_taints
 from gpufleet.render.workloads import (
-    env_secret_name, gpu_quotas, namespace, notebook_token_secret_name, workload_objects,
+    env_secret_name,
+    gpu_quotas,
+    namespace,
+    notebook_token_secret_name,
+    workload_objects,
 )
 
 #: values.yaml section per workload kind.

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from conftest import ROOT
+from helm_binary import run_helm
+
 from gpufleet.charts import chart_files, chart_name
 from gpufleet.config.loading import load_stack
 from gpufleet.planning.engine import run_program
 from gpufleet.planning.output import manifest_files
-from helm_binary import run_helm
 
 STACK = "dev"
 CHART_DIR = ROOT / "charts" / STACK / chart_name(STACK)

@@ -6,11 +6,11 @@ import json
 
 import jsonschema
 import pytest
-
 from chart_support import CHART_DIR, STACK, generated_files, helm_template
 from conftest import ROOT
-from gpufleet.validation import validate_documents
 from helm_binary import run_helm
+
+from gpufleet.validation import validate_documents
 
 
 def test_committed_charts_match_the_stack_config():
@@ -41,7 +41,8 @@ def test_dev_chart_references_a_user_created_secret_when_no_token_is_given():
     assert "Secret" not in {d["kind"] for d in docs}
     notebook = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "tf-notebook")
     env = notebook["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert env == [{"name": "JUPYTER_TOKEN", "valueFrom": {"secretKeyRef": {"name": "tf-notebook-token", "key": "token"}}}]
+    assert env == [{"name": "JUPYTER_TOKEN",
+                    "valueFrom": {"secretKeyRef": {"name": "tf-notebook-token", "key": "token"}}}]
 
 
 def test_dev_chart_values_override_replicas_and_image():

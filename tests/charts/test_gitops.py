@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import yaml
-
 from conftest import ROOT
+
 from gpufleet.config.loading import load_stack
 from gpufleet.nvidia import versions
 from gpufleet.render.gpu_stack import operator_values

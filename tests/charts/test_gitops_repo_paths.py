@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import yaml
-
 from conftest import ROOT
 
 

@@ -14,8 +14,6 @@ import copy
 import shutil
 from typing import Any
 
-import pytest
-
 from chart_support import generated_files, helm_template, plan_objects, write_chart
 from conftest import ROOT
 

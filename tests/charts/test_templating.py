@@ -6,9 +6,9 @@ import shutil
 
 import jinja2
 import pytest
-
 from chart_support import generated_files
 from conftest import ROOT
+
 from gpufleet.charts.templating import environment, escape_go_template
 
 
