@@ -4,8 +4,17 @@ tolerations."""
 
 import pytest
 
-from tests.admission.objects import (admitted, cluster_queue, container, in_ns, job, local_queue, pod_spec, queued,
-                                     resource_flavor)
+from tests.admission.objects import (
+    admitted,
+    cluster_queue,
+    container,
+    in_ns,
+    job,
+    local_queue,
+    pod_spec,
+    queued,
+    resource_flavor,
+)
 
 GPU = "nvidia.com/gpu"
 
@@ -41,7 +50,8 @@ def test_a_job_larger_than_the_nominal_quota_without_a_cohort_never_fits():
     result = admitted(*kueue(cluster_queue("cq", {"h100": {GPU: 16}})), gpu_job("train", 3, per_pod=8))
     [r] = result.rejections
     assert r.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
-                        "h100, previously considered podsets requests (0) + current podset request (24) > maximum capacity (16)")
+                        "h100, previously considered podsets requests (0) + current podset request (24) > maximum "
+                        "capacity (16)")
     assert r.message == f'Job.batch "train" is never admitted by Kueue: {r.reason}'
 
 
@@ -97,7 +107,8 @@ def test_jobs_reserve_quota_in_manifest_order():
 
 def test_an_admitted_job_gets_the_flavors_node_labels_and_tolerations():
     toleration = {"key": "pool", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}
-    flavor = resource_flavor("h100", {"pool": "h100"}, taints=[{"key": "pool", "value": "h100", "effect": "NoSchedule"}],
+    flavor = resource_flavor("h100", {"pool": "h100"},
+                             taints=[{"key": "pool", "value": "h100", "effect": "NoSchedule"}],
                              tolerations=[toleration])
     original = gpu_job("train", 2, per_pod=4)
     result = admitted(flavor, cluster_queue("cq", {"h100": {GPU: 16}}), local_queue("team", "cq"), original)
@@ -109,7 +120,8 @@ def test_an_admitted_job_gets_the_flavors_node_labels_and_tolerations():
 
 
 def test_a_flavor_whose_taint_the_job_does_not_tolerate_is_skipped():
-    tainted = resource_flavor("spot", {"pool": "spot"}, taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}])
+    tainted = resource_flavor("spot", {"pool": "spot"},
+                              taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}])
     cq = cluster_queue("cq", {"spot": {GPU: 16}, "h100": {GPU: 16}})
     result = admitted(tainted, resource_flavor("h100", {"pool": "h100"}), cq, local_queue("team", "cq"),
                       gpu_job("train", 1))
@@ -121,7 +133,8 @@ def test_a_flavor_that_contradicts_the_node_selector_is_skipped_and_named_in_sor
     # whichever flavor is tried first, the reasons come sorted, as Kueue's Status.Message sorts them
     cq = cluster_queue("cq", {name: {GPU: {"a100": 16, "h100": 4}[name]} for name in order})
     flavors = [resource_flavor(name, {"pool": name}) for name in order]
-    result = admitted(*flavors, cq, local_queue("team", "cq"), gpu_job("train", 1, per_pod=8, nodeSelector={"pool": "h100"}))
+    result = admitted(*flavors, cq, local_queue("team", "cq"),
+                      gpu_job("train", 1, per_pod=8, nodeSelector={"pool": "h100"}))
     assert result.rejections[0].reason == (
         "couldn't assign flavors to pod set main: flavor a100 doesn't match node affinity, insufficient quota for "
         "nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + current podset request (8) > "

@@ -19,7 +19,8 @@ item = st.one_of(st.fixed_dictionaries({"type": st.sampled_from(["Container", "P
                                        optional={k: resource_list for k in ("min", "max", "default", "defaultRequest",
                                                                             "maxLimitRequestRatio")}),
                  st.none(), st.just("junk"))
-limit_ranges = st.lists(st.builds(lambda items, n: {"kind": "LimitRange", "metadata": {"name": f"lr{n}", "namespace": "ml"},
+limit_ranges = st.lists(st.builds(lambda items, n: {"kind": "LimitRange",
+                                                    "metadata": {"name": f"lr{n}", "namespace": "ml"},
                                                     "spec": {"limits": items}},
                                   st.lists(item, max_size=3), st.integers(0, 3)), max_size=2)
 scope_expr = st.fixed_dictionaries({"scopeName": st.sampled_from(["PriorityClass", "BestEffort", "Terminating", "x"]),
@@ -56,7 +57,7 @@ def test_admit_never_crashes_and_leaves_other_namespaces_untouched(lrs, qs, ml_s
     workloads = workloads_of(objects)
     result = admit(workloads, objects)
     assert len(result.workloads) == len(workloads)
-    for before, after in zip(workloads, result.workloads):
+    for before, after in zip(workloads, result.workloads, strict=True):
         assert after.key == before.key and 0 <= after.replicas <= max(before.replicas, 0)
         if before.namespace == "other":
             assert after is before

@@ -3,8 +3,7 @@ the API server's messages."""
 
 import pytest
 
-from tests.admission.objects import (admitted, container, deployment, in_ns, job, pod, pod_spec, priority_class,
-                                     quota)
+from tests.admission.objects import admitted, container, deployment, in_ns, job, pod, pod_spec, priority_class, quota
 
 GPU = "nvidia.com/gpu"
 

@@ -2,8 +2,20 @@
 defaults into pods the scheduler then cannot place, replicas a quota refuses, flavors Kueue pins Jobs to."""
 
 from gpufleet.scheduling import check_workloads
-from tests.admission.objects import (admitted, as_manifests, cluster_queue, container, deployment, in_ns,
-                                     limit_range, local_queue, pod_spec, queued, quota, resource_flavor)
+from tests.admission.objects import (
+    admitted,
+    as_manifests,
+    cluster_queue,
+    container,
+    deployment,
+    in_ns,
+    limit_range,
+    local_queue,
+    pod_spec,
+    queued,
+    quota,
+    resource_flavor,
+)
 from tests.scheduling.kube import job, node
 
 GPU = "nvidia.com/gpu"
@@ -41,4 +53,5 @@ def test_kueue_pins_an_admitted_job_to_its_flavors_nodes():
                       local_queue("team", "cq"), train)
     [u] = check_workloads(nodes, [], as_manifests(result.workloads)).unschedulable
     assert (u.workload, u.pending) == ("Job/ml/train", 1)
-    assert u.message == "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector."
+    assert u.message == ("0/2 nodes are available: 1 Insufficient nvidia.com/gpu, "
+                         "1 node(s) didn't match Pod's node affinity/selector.")

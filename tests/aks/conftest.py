@@ -15,7 +15,8 @@ T4_POOL = {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "count": 2, "driver":
            "taints": ["sku=gpu:NoSchedule"], "labels": {"workload": "inference"}}
 A100_MIG_POOL = {"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "autoscale": {"minCount": 0, "maxCount": 2},
                  "gpuInstanceProfile": "MIG1g", "driver": "aks", "taints": ["sku=gpu:NoSchedule"]}
-INFER = {"kind": "inference", "name": "infer", "namespace": "inference", "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
+INFER = {"kind": "inference", "name": "infer", "namespace": "inference",
+         "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
          "nodePool": "t4", "gpu": {"count": 1}, "ports": [{"port": 8000}], "service": {"type": "ClusterIP"}}
 
 

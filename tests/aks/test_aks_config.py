@@ -18,7 +18,8 @@ def test_every_vm_size_names_a_known_gpu_product():
 
 
 def test_vm_size_table_maps_the_common_gpu_sizes():
-    assert (find_vm_size("Standard_NC4as_T4_v3").product, find_vm_size("Standard_NC4as_T4_v3").gpu_count) == ("Tesla-T4", 1)
+    assert (find_vm_size("Standard_NC4as_T4_v3").product,
+            find_vm_size("Standard_NC4as_T4_v3").gpu_count) == ("Tesla-T4", 1)
     assert find_vm_size("standard_nc24ads_a100_v4").gpu_memory_mib == 81920
     assert (find_vm_size("Standard_ND96asr_v4").product, find_vm_size("Standard_ND96asr_v4").gpu_count) == (
         "NVIDIA-A100-SXM4-40GB", 8)

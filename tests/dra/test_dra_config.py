@@ -8,8 +8,8 @@ import copy
 import pytest
 
 from gpufleet.config.loading import load_stack, parse_sections
-from tests.conftest import config_errors as errors_of
 from tests.conftest import ROOT
+from tests.conftest import config_errors as errors_of
 
 POOL = {"name": "h100", "nodes": ["n0", "n1"], "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "count": 8}}
 
@@ -44,8 +44,10 @@ def test_the_shipped_dra_stack_loads():
 
 
 CASES = [
-    (lambda s: s["cluster"].update(kubernetesVersion="1.33") if "cluster" in s else s.update(cluster={"kubernetesVersion": "1.33"}),
-     "gpufleet:cluster.kubernetesVersion: '1.33' does not serve resource.k8s.io/v1, which gpuAllocation dra needs; allowed: 1.34 or later"),
+    (lambda s: s["cluster"].update(kubernetesVersion="1.33") if "cluster" in s
+     else s.update(cluster={"kubernetesVersion": "1.33"}),
+     "gpufleet:cluster.kubernetesVersion: '1.33' does not serve resource.k8s.io/v1, which gpuAllocation dra needs; "
+     "allowed: 1.34 or later"),
     (lambda s: s["draDriver"].update(featureGates={}),
      "gpufleet:claims[0].sharing.strategy: 'TimeSlicing' needs the driver feature gate TimeSlicingSettings"),
     (lambda s: s["claims"][0].update(sharing={"strategy": "MPS", "defaultActiveThreadPercentage": 50}),
@@ -59,7 +61,8 @@ CASES = [
     (lambda s: s["workloads"][0]["gpu"]["claim"].update(allocationMode="All"),
      "gpufleet:workloads[0].gpu.claim.count: 4 with allocationMode All; allowed: no count"),
     (lambda s: s["workloads"][0]["gpu"]["claim"].update(profile="1g.10gb"),
-     "gpufleet:workloads[0].gpu.claim.profile: '1g.10gb' is a MIG profile, but deviceClass is 'gpu.nvidia.com'; allowed: deviceClass mig.nvidia.com"),
+     "gpufleet:workloads[0].gpu.claim.profile: '1g.10gb' is a MIG profile, but deviceClass is 'gpu.nvidia.com'; "
+     "allowed: deviceClass mig.nvidia.com"),
     (lambda s: s["workloads"][0]["gpu"]["claim"].update(firstAvailable=[{"count": 2}]),
      "gpufleet:workloads[0].gpu.claim.count: set together with firstAvailable"),
     (lambda s: s["workloads"].append(job("c", count=1)),
@@ -74,7 +77,8 @@ CASES = [
                 s["workloads"][2].update(nodePool="other")),
      "gpufleet:workloads[2].nodePool: 'other', but workloads[1] shares claim 'shared' from node pool 'h100': a shared "
      "claim's device is on one node; allowed: nodePool 'h100'"),
-    (lambda s: s.update(mode="standalone", draDriver={"namespace": "default", "featureGates": {"TimeSlicingSettings": True}}),
+    (lambda s: s.update(mode="standalone",
+                        draDriver={"namespace": "default", "featureGates": {"TimeSlicingSettings": True}}),
      "gpufleet:draDriver.namespace: 'default': the dra-driver-nvidia-gpu chart refuses the default namespace"),
 ]
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from charts.chart_support import plan_objects
+
 from gpufleet.config.loading import parse_sections
 from gpufleet.planning.engine import run_program
-from gpufleet.render import gpu_stack as r
 from gpufleet.render.claims import claim_spec, named_claims, selectors
 from tests.conftest import ROOT, loaded_from
 from tests.dra.test_dra_config import base
@@ -52,7 +51,8 @@ def test_shorthands_become_cel_selectors_on_the_drivers_attributes(objects):
 def test_the_shared_claim_is_one_resource_claim_with_time_slicing_config_for_both_workloads(objects):
     (claim,) = by(objects, "ResourceClaim").values()
     assert claim["metadata"]["namespace"] == "research"
-    assert claim["spec"]["devices"]["config"] == [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+    assert claim["spec"]["devices"]["config"] == [{"requests": ["gpu"],
+                                                   "opaque": {"driver": "gpu.nvidia.com", "parameters": {
         "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
         "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Medium"}}}}}]
     deployments = by(objects, "Deployment")

@@ -45,8 +45,11 @@ def test_hgx_boards_pair_their_gpus_under_four_pcie_roots():
 
 
 def test_uuids_are_stable_across_runs_and_unique_across_the_fleet():
-    first = [d["attributes"]["uuid"]["string"] for s in planned_resource_slices(dra_cfg()) for d in s["spec"]["devices"]]
-    again = [d["attributes"]["uuid"]["string"] for s in planned_resource_slices(dra_cfg()) for d in s["spec"]["devices"]]
+    def uuids():
+        slices = planned_resource_slices(dra_cfg())
+        return [d["attributes"]["uuid"]["string"] for s in slices for d in s["spec"]["devices"]]
+
+    first, again = uuids(), uuids()
     assert first == again and len(set(first)) == 16 and all(u.startswith("GPU-") for u in first)
 
 
