@@ -12,9 +12,9 @@ either. Layout rules (what a label set implies; real MIG layouts can differ in s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import ceil
-from typing import Sequence
 
 from gpufleet.capacity.dra import DRA_KINDS, dra_objects
 from gpufleet.capacity.model import Node
@@ -177,7 +177,7 @@ def dra_gpus(nodes: Sequence[Node], manifests: Sequence[dict]) -> dict[str, list
     if not objects.slices:
         return {}
     out: dict[str, list[tuple[str, Gpu]]] = {}
-    for node, devices in zip(nodes, node_devices(objects, nodes)):
+    for node, devices in zip(nodes, node_devices(objects, nodes), strict=True):
         for d in devices:
             if attribute(d, "type") != "gpu":
                 continue

@@ -74,7 +74,8 @@ def _row(row: NodeRow, workloads: list[WorkloadView]) -> dict:
     products: dict[str, int] = {}
     for g in row.gpus:
         products[g.product] = products.get(g.product, 0) + 1
-    return {"names": row.shown_names, "products": [f"{c}\u00d7 {p}" for p, c in products.items()], "count": row.count, "more": row.count - len(row.shown_names),
+    return {"names": row.shown_names, "products": [f"{c}\u00d7 {p}" for p, c in products.items()], "count": row.count,
+            "more": row.count - len(row.shown_names),
             "gpus": _gpu_shapes(row.gpus, workloads),
             "width": max(n * (_gpu_width(row.gpus) + GPU_GAP) - GPU_GAP, 1), "height": LABEL_H + GPU_H,
             "pods": [(workloads[i].key, i, p) for i, p in sorted(row.pods.items())]}

@@ -10,8 +10,8 @@ Nodes of a pool whose GPUs, units and placed workloads are identical collapse in
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from gpufleet.capacity.memory_budget import node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.stack import capacity_from_stack, node_names, planned_dra_objects

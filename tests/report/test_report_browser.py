@@ -96,7 +96,7 @@ def test_screenshot_shows_the_workload_colours(browser, pages):
     from PIL import Image
 
     _open(browser, pages["mig"])
-    browser.find_element("css selector", "svg.node").location_once_scrolled_into_view
+    _ = browser.find_element("css selector", "svg.node").location_once_scrolled_into_view  # reading it scrolls
     image = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("RGB")
     colours = {c for _, c in image.getcolors(maxcolors=1 << 20)}
     assert len(colours) > 16, "the screenshot is (nearly) blank"
@@ -153,5 +153,5 @@ def test_headroom_table_lists_each_gpu_shape_with_what_is_left_of_the_planned_sl
     one = next(v for (shape, tolerated), v in counts.items() if shape.startswith("1x ") and tolerated == "yes")
     assert one == slices - used
     sizes = sorted((int(shape.split("x ")[0]), v) for (shape, tolerated), v in counts.items() if tolerated == "yes")
-    assert all(a[1] >= b[1] for a, b in zip(sizes, sizes[1:]))
+    assert all(a[1] >= b[1] for a, b in zip(sizes, sizes[1:], strict=False))
     assert console_errors(browser) == []

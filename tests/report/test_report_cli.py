@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from gpufleet.capacity.model import Node
 from gpufleet.cli import app
-from gpufleet.report import render_html, report_of, summary_markdown, stack_report
 from gpufleet.config.loading import load_stack
+from gpufleet.report import render_html, report_of, stack_report, summary_markdown
 from tests.report.fleet import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -22,7 +22,8 @@ runner = CliRunner()
 
 def gpufleet(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", "from gpufleet.cli import main; main()", *args],
-                          capture_output=True, text=True, cwd=cwd, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, cwd=cwd,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 class _Refs(HTMLParser):

@@ -81,7 +81,7 @@ def test_mixed_mig_node_places_instances_without_overlap_and_keeps_whole_gpus():
     assert [u.kind for u in gpus[0].units] == ["whole"]
     for gpu in gpus[1:]:
         spans = sorted((round(u.x * 8), round((u.x + u.width) * 8)) for u in gpu.units)
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
         assert sum(round(u.height * 7) for u in gpu.units) <= 7
     profiles = sorted(u.mig_profile for g in gpus[1:] for u in g.units)
     assert profiles == ["1g.5gb"] * 3 + ["2g.10gb"] * 2 + ["3g.20gb"] * 2
@@ -135,5 +135,5 @@ def test_pending_workload_is_counted_in_the_pools_its_selector_allows():
     [w] = report.not_running
     assert (w.verdict, w.placed, w.pools) == ("partly", 2, ("b",))
     assert [x.key for x in report.pending_in("b")] == ["Deployment/default/greedy"] and report.pending_in("a") == []
-    assert "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector." \
-        == w.message
+    assert w.message == ("0/4 nodes are available: 2 Insufficient nvidia.com/gpu, "
+                         "2 node(s) didn't match Pod's node affinity/selector.")
