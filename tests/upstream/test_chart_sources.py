@@ -14,9 +14,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import upstream_files
 import yaml
 
-import upstream_files
 from gpufleet.nvidia import versions
 from tests.conftest import ROOT
 
@@ -239,7 +239,7 @@ def test_the_pinned_files_found_are_the_pinned_chart_versions():
 
 
 def test_only_the_finder_and_ci_look_beside_the_repository():
-    beside = re.compile(r"\.\./" "shared|" "shared/reference|[\"']shared[\"']\s*/\s*[\"']reference")
+    beside = re.compile(r"\.\./" "shared|" "shared/reference|[\"']shared[\"']\\s*/\\s*[\"']reference")
     allowed = {ROOT / "tests" / "upstream_files.py", ROOT / ".ci" / "run"}
     for path in [ROOT / "Makefile", ROOT / ".ci" / "run", *ROOT.joinpath("tests").rglob("*.py"),
                  *ROOT.joinpath("gpufleet").rglob("*.py"), *ROOT.joinpath("policies").rglob("*.py"),

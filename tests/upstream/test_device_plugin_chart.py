@@ -96,7 +96,8 @@ def test_plugin_and_gfd_get_the_configured_mig_strategy(stack, rendered):
     gfd = daemonsets.get("nvidia-device-plugin-gpu-feature-discovery")
     assert (gfd is not None) is cfg.device_plugin.gfd
     if gfd is not None:
-        assert env(containers(gfd)["gpu-feature-discovery-ctr"]).get("MIG_STRATEGY", "none") == cfg.device_plugin.mig_strategy
+        assert env(containers(gfd)["gpu-feature-discovery-ctr"]).get("MIG_STRATEGY",
+                                                                     "none") == cfg.device_plugin.mig_strategy
 
 
 @pytest.mark.parametrize("stack", [*STANDALONE_STACKS, "dev-standalone"])

@@ -10,13 +10,13 @@ import copy
 
 import pytest
 import yaml
-
 from charts.chart_support import plan_objects
+from helm_binary import run_helm
+
 from gpufleet.charts.gitops import upstream_release
 from gpufleet.config.loading import load_stack, parse_sections
 from gpufleet.nvidia import dra, versions
 from gpufleet.validation.kube import validate_documents
-from helm_binary import run_helm
 from tests.conftest import ROOT
 from tests.upstream import structural
 from tests.upstream.upstream_charts import by_kind, chart_archive, crd_schema, helm_template
@@ -82,14 +82,16 @@ def test_standalone_values_pass_the_driver_charts_guards_and_pin_the_image(drive
     (plugin,) = by_kind(driver_objects, "DaemonSet").values()
     images = {c["image"] for c in plugin["spec"]["template"]["spec"]["containers"]}
     assert images == {"registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"}
-    env = {e["name"]: e.get("value") for c in plugin["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    containers = plugin["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for c in containers for e in c.get("env", [])}
     assert "TimeSlicingSettings=true" in env.get("FEATURE_GATES", "")
 
 
 def test_the_driver_chart_ships_exactly_the_device_classes_gpufleet_models(driver_objects):
     shipped = sorted(by_kind(driver_objects, "DeviceClass").values(), key=lambda o: o["metadata"]["name"])
     modelled = sorted(dra.device_class_manifests(compute_domains=False), key=lambda o: o["metadata"]["name"])
-    assert [(o["metadata"]["name"], o["spec"]) for o in shipped] == [(o["metadata"]["name"], o["spec"]) for o in modelled]
+    assert [(o["metadata"]["name"], o["spec"]) for o in shipped] == [(o["metadata"]["name"],
+                                                                      o["spec"]) for o in modelled]
 
 
 def test_every_resource_api_object_validates_against_kubernetes_1_34(driver_objects):

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import upstream_files
-from gpufleet.nvidia import versions
+import yaml
 from helm_binary import run_helm
+
+from gpufleet.nvidia import versions
 
 CHARTS = {
     versions.GPU_OPERATOR_CHART: versions.GPU_OPERATOR_VERSION,
