@@ -43,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +72,8 @@ RUNNER = ("import json, os, subprocess, sys, time; t0 = time.perf_counter(); "
 
 def run(args: list[str], repeat: int, check_rc: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
     """(median CPU seconds, median peak RSS MiB, last stdout) of `python <args>` as a fresh process."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     times, walls, peaks, out = [], [], [], ""
     for _ in range(repeat):
         with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr, \
@@ -115,8 +115,8 @@ def fleet_run(tmp: Path, nodes: int, repeat: int) -> dict:
           f"{parse_mib:7.0f} MiB peak")
     checked, doc = check_runs(paths, repeat, parse_s)
     pending = [u for u in doc["unschedulable"] if u["reason"] == "pending"]
-    print(f"  verdict: fits={doc['fits']}, {len(pending):,} Deployments Pending ({sum(u['pending'] for u in pending):,} "
-          f"pods), {len(doc['warnings']):,} warnings")
+    print(f"  verdict: fits={doc['fits']}, {len(pending):,} Deployments Pending "
+          f"({sum(u['pending'] for u in pending):,} pods), {len(doc['warnings']):,} warnings")
     return {"parse_s": parse_s, "parse_mib": parse_mib, **checked}
 
 
@@ -150,7 +150,8 @@ def generated_run(tmp: Path, kind: str, nodes: int, pods: int, repeat: int) -> d
           f"({f['to_place']:,} pods to place){extra}")
     parse_s, parse_mib, _ = run(["-c", PARSE, *paths], repeat)
     parse_wall = WALL[PARSE]
-    print(f"  parse (json + yaml CSafeLoader) {parse_s:6.2f} s cpu ({parse_wall:6.2f} s wall)  {parse_mib:7.0f} MiB peak")
+    print(f"  parse (json + yaml CSafeLoader) {parse_s:6.2f} s cpu ({parse_wall:6.2f} s wall)  {parse_mib:7.0f} MiB "
+          "peak")
     checked, doc = check_runs(paths, repeat, parse_s)
     pending = [u for u in doc["unschedulable"] if u["reason"] == "pending"]
     recorded = (json.loads(RECORDED.read_text()).get("fleets", {}) if RECORDED.exists() else {}).get(name)
@@ -213,7 +214,8 @@ def main() -> None:
             sizes = (250, 1000) if args.quick else (250, 1000, 4000)
             dra = {n: generated_run(Path(tmp), "dra", n, 0, args.repeat) for n in sizes}
             results.append(verdict("5 check/parse, DRA 1,000 nodes", dra[1000]["check_s"] / dra[1000]["parse_s"], 5))
-            results.append(verdict("5 check peak / parse peak, DRA 1,000", dra[1000]["check_mib"] / dra[1000]["parse_mib"], 3))
+            results.append(verdict("5 check peak / parse peak, DRA 1,000",
+                                   dra[1000]["check_mib"] / dra[1000]["parse_mib"], 3))
             if 4000 in dra:
                 results.append(verdict("5 check DRA 4,000 / DRA 1,000", dra[4000]["check_s"] / dra[1000]["check_s"], 5))
     print("all targets met" if all(results) else f"{results.count(False)} target(s) not met")

@@ -32,16 +32,21 @@ MIG_A100 = {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.c
 MIG_H100 = {"nvidia.com/mig-1g.10gb": 24, "nvidia.com/mig-3g.40gb": 16}
 #: instance type -> (GPU product, GPUs, cpu, memory, extended resources when not N whole GPUs, pool weight)
 TYPES = {
-    "g4dn.xlarge": ("Tesla-T4", 1, "3920m", "14Gi", None, 3), "g4dn.12xlarge": ("Tesla-T4", 4, "47810m", "180Gi", None, 2),
-    "g5.xlarge": ("NVIDIA-A10G", 1, "3920m", "14Gi", None, 4), "g5.12xlarge": ("NVIDIA-A10G", 4, "47810m", "180Gi", None, 3),
+    "g4dn.xlarge": ("Tesla-T4", 1, "3920m", "14Gi", None, 3),
+    "g4dn.12xlarge": ("Tesla-T4", 4, "47810m", "180Gi", None, 2),
+    "g5.xlarge": ("NVIDIA-A10G", 1, "3920m", "14Gi", None, 4),
+    "g5.12xlarge": ("NVIDIA-A10G", 4, "47810m", "180Gi", None, 3),
     "g5.48xlarge": ("NVIDIA-A10G", 8, "191450m", "750Gi", None, 1),
-    "g6.xlarge": ("NVIDIA-L4", 1, "3920m", "14Gi", None, 5), "g6.12xlarge": ("NVIDIA-L4", 4, "47810m", "180Gi", None, 3),
+    "g6.xlarge": ("NVIDIA-L4", 1, "3920m", "14Gi", None, 5),
+    "g6.12xlarge": ("NVIDIA-L4", 4, "47810m", "180Gi", None, 3),
     "g6.48xlarge": ("NVIDIA-L4", 8, "191450m", "750Gi", None, 1),
-    "g6e.xlarge": ("NVIDIA-L40S", 1, "3920m", "29Gi", None, 3), "g6e.12xlarge": ("NVIDIA-L40S", 4, "47810m", "360Gi", None, 2),
+    "g6e.xlarge": ("NVIDIA-L40S", 1, "3920m", "29Gi", None, 3),
+    "g6e.12xlarge": ("NVIDIA-L40S", 4, "47810m", "360Gi", None, 2),
     "g6e.48xlarge": ("NVIDIA-L40S", 8, "191450m", "1450Gi", None, 1),
     "p3.8xlarge": ("Tesla-V100-SXM2-16GB", 4, "31850m", "235Gi", None, 1),
     "p3.16xlarge": ("Tesla-V100-SXM2-16GB", 8, "63770m", "475Gi", None, 1),
-    "p4d.24xlarge": (A100_40, 8, "95690m", "1100Gi", None, 3), "p4de.24xlarge": (A100_80, 8, "95690m", "1100Gi", None, 4),
+    "p4d.24xlarge": (A100_40, 8, "95690m", "1100Gi", None, 3),
+    "p4de.24xlarge": (A100_80, 8, "95690m", "1100Gi", None, 4),
     "p4de.mig-mixed": (A100_80, 8, "95690m", "1100Gi", MIG_A100, 3),
     "p4de.mig-single": (A100_80 + "-MIG-1g.10gb", 8, "95690m", "1100Gi", {"nvidia.com/gpu": 56}, 2),
     "p5.48xlarge": (H100, 8, "191450m", "1950Gi", None, 8), "p5.mig-mixed": (H100, 8, "191450m", "1950Gi", MIG_H100, 2),
@@ -60,7 +65,7 @@ NOT_READY = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
 def _pools(rng: random.Random, count: int) -> list[dict]:
     """One node group per instance type and zone, sized by the type's weight (largest remainder)."""
     pools = []
-    for itype, (product, gpus, *_rest, weight) in TYPES.items():
+    for itype, (_product, gpus, *_rest, weight) in TYPES.items():
         mig = "mig" in itype
         taint = "gpu" if gpus and (mig or rng.random() < 0.8) else "prefer" if gpus and rng.random() < 0.5 else "none"
         if itype in ("p5.48xlarge", "p4d.24xlarge"):
@@ -74,7 +79,7 @@ def _pools(rng: random.Random, count: int) -> list[dict]:
     sizes = [int(x) for x in exact]
     for k in sorted(range(len(sizes)), key=lambda k: (sizes[k] - exact[k], k))[:count - sum(sizes)]:
         sizes[k] += 1
-    for p, size in zip(pools, sizes):
+    for p, size in zip(pools, sizes, strict=True):
         p["size"] = size
     return pools
 
@@ -219,7 +224,8 @@ def realistic(nodes: int, pods: int, seed: int = 21) -> tuple[list[dict], list[d
         m = _workload(rng, len(manifests), pools)
         left = pods - total
         if _pods_of(m) > left:  # the last one takes exactly what is left
-            m["spec"].update({"replicas": left} if m["kind"] == "Deployment" else {"parallelism": left, "completions": left})
+            m["spec"].update({"replicas": left} if m["kind"] == "Deployment"
+                             else {"parallelism": left, "completions": left})
         manifests.append(m)
         total += _pods_of(m)
     return node_objs, running, manifests
@@ -315,7 +321,8 @@ class _Dra(ds._Gen):
             resources["limits"] = limits
         if claims:
             resources["claims"] = [{"name": c["name"]} for c in claims]
-        spec: dict = {"containers": [{"name": "main", "image": f"registry.example.com/{name}:1", "resources": resources}]}
+        spec: dict = {"containers": [{"name": "main", "image": f"registry.example.com/{name}:1",
+                                      "resources": resources}]}
         if claims:
             spec["resourceClaims"] = claims
         tolerations = [dict(ds.GPU_TOLERATION)] if rng.random() < 0.9 else []
@@ -328,7 +335,8 @@ class _Dra(ds._Gen):
         labels, meta = {"app": name}, {"name": name, "namespace": ds.NS}
         template = {"metadata": {"labels": labels}, "spec": spec}
         if kind == "Pod":
-            self.workloads.append({"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, "labels": labels}, "spec": spec})
+            self.workloads.append({"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, "labels": labels},
+                                   "spec": spec})
         elif kind == "Deployment":
             self.workloads.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
                 "replicas": replicas, "selector": {"matchLabels": labels}, "template": template}})
@@ -356,7 +364,7 @@ def write(kind: str, nodes: int, pods: int, directory: Path) -> dict:
     node_objs, running, manifests = realistic(nodes, pods) if kind == "realistic" else dra(nodes)
     directory = Path(directory)
     paths = directory / "nodes.json", directory / "pods.json", directory / "manifests.yaml"
-    for path, items in zip(paths[:2], (node_objs, running)):
+    for path, items in zip(paths[:2], (node_objs, running), strict=True):
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     paths[2].write_text(yaml.dump_all(manifests, Dumper=yaml.CSafeDumper, sort_keys=False))
     workloads = [m for m in manifests if m["kind"] in ("Pod", "Deployment", "Job")]

@@ -44,7 +44,8 @@ def generated_stack(nodes: int = 500, services: int = 1000) -> LoadedStack:
                   "gpu": {"shared": True, "memoryMiB": 2000}, "ports": [{"port": 8000, "name": "http"}],
                   "probes": {"readiness": {"port": 8000, "path": "/v2/health/ready"}},
                   "service": {"type": "LoadBalancer", "sourceRanges": ["10.0.0.0/8"]}} for i in range(services)]
-    sections = {"mode": "operator", "devicePlugin": {"sharingProfiles": {"ts": {"strategy": "timeSlicing", "replicas": 4}}},
+    sections = {"mode": "operator",
+                "devicePlugin": {"sharingProfiles": {"ts": {"strategy": "timeSlicing", "replicas": 4}}},
                 "nodePools": pools, "workloads": workloads}
     cfg = parse_sections(sections, "Pulumi.bench.yaml")
     return LoadedStack("bench", "Pulumi.bench.yaml", cfg,
@@ -99,7 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("plan time (median of %d runs), gpufleet vs the bare Pulumi SDK under the same mocks" % args.repeat)
+    print(f"plan time (median of {args.repeat} runs), gpufleet vs the bare Pulumi SDK under the same mocks")
     bench("dev stack", lambda: load_stack("dev", ROOT), args.repeat)
     g, f, _ = bench("500 nodes, 1,000 services", generated_stack, max(1, args.repeat - 1))
     print(f"target: ratio <= 1.30 on the large stack -> {'MET' if g / f <= 1.30 else 'NOT MET'}")
