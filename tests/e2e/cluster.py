@@ -212,7 +212,7 @@ class Cluster:
             return Api(self.server, self.pki / "ca.crt", token=token)
         return Api(self.server, self.pki / "ca.crt", cert=(self.pki / "admin.crt", self.pki / "admin.key"))
 
-    def start(self, timeout: float = 60) -> "Cluster":
+    def start(self, timeout: float = 60) -> Cluster:
         if not self.bins or not all((self.bins / n).is_file() for n in (*COMPONENTS, KWOK_STAGES)):
             raise ClusterError(f"the control plane is not built: run {BUILD_SCRIPT.relative_to(ROOT)}")
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -313,7 +313,7 @@ class Cluster:
         (self.state_dir / "cluster.json").write_text(json.dumps(doc, indent=2) + "\n")
 
     @classmethod
-    def load(cls, state_dir: Path) -> "Cluster":
+    def load(cls, state_dir: Path) -> Cluster:
         doc = json.loads((state_dir / "cluster.json").read_text())
         procs = [Proc(p["name"], None, p["pid"], Path(p["log"])) for p in doc["procs"]]
         return cls(state_dir, Path(doc["bins"]), procs, doc["ports"])

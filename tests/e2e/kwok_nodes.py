@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from gpufleet.capacity.model import Node
-
 from tests.e2e.cluster import KWOK_ANNOTATION, Api, ClusterError
 
 #: What a planned node whose cpu/memory/pods gpufleet does not know (`Node.unknown`) gets: enough that the

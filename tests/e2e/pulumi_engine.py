@@ -202,7 +202,7 @@ def contains(live: object, planned: object) -> bool:
         return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in planned.items())
     if isinstance(planned, list):
         return (isinstance(live, list) and len(live) == len(planned)
-                and all(contains(a, b) for a, b in zip(live, planned)))
+                and all(contains(a, b) for a, b in zip(live, planned, strict=True)))
     if planned is None:
         return live in (None, {}, [])
     return str(live) == str(planned) or live == planned

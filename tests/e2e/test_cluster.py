@@ -7,8 +7,7 @@ import pytest
 
 from gpufleet.capacity.model import Taint
 from tests.e2e.cluster import ROOT, Cluster, ClusterError, bin_dir
-from tests.e2e.kwok_nodes import (create_nodes, delete_kwok_nodes, nodes_from_file, nodes_from_items,
-                                  wait_nodes_ready)
+from tests.e2e.kwok_nodes import create_nodes, delete_kwok_nodes, nodes_from_file, nodes_from_items, wait_nodes_ready
 
 NODES_FILE = ROOT / "tests" / "fixtures" / "nodes-mixed-cluster.json"
 

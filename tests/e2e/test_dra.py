@@ -15,8 +15,7 @@ from gpufleet.config.loading import load_stack
 from tests.e2e.cluster import ROOT
 from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
-from tests.e2e.workloads import (check_json, collection, ensure_namespaces, outcome, plan_documents, settle,
-                                 workload_key)
+from tests.e2e.workloads import check_json, collection, ensure_namespaces, outcome, plan_documents, settle, workload_key
 from tests.scheduling.oracle_fleets import pod_count
 
 RESULTS = ROOT / "build" / "e2e" / "dra.json"

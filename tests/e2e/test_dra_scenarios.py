@@ -14,8 +14,16 @@ import pytest
 
 from tests.e2e.cluster import ROOT
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_items, wait_nodes_ready
-from tests.e2e.workloads import (check_json, create_all, create_running_pods, create_with_status,
-                                 ensure_namespaces, outcome, settle, workload_key)
+from tests.e2e.workloads import (
+    check_json,
+    create_all,
+    create_running_pods,
+    create_with_status,
+    ensure_namespaces,
+    outcome,
+    settle,
+    workload_key,
+)
 from tests.scheduling.dra_scenarios import scenario, write
 from tests.scheduling.oracle_fleets import pod_count
 

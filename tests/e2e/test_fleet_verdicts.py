@@ -17,8 +17,15 @@ import pytest
 
 from tests.e2e.cluster import ROOT
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_items, wait_nodes_ready
-from tests.e2e.workloads import (check_json, create_all, create_running_pods, ensure_namespaces, outcome,
-                                 settle, workload_key)
+from tests.e2e.workloads import (
+    check_json,
+    create_all,
+    create_running_pods,
+    ensure_namespaces,
+    outcome,
+    settle,
+    workload_key,
+)
 from tests.scheduling.oracle_compare import compare
 from tests.scheduling.oracle_fleets import Fleet, generate, pod_count, write
 

@@ -34,7 +34,6 @@ from gpufleet.capacity.model import Node, Taint
 from gpufleet.nvidia.stack_placement import GPU_PRESENT, NFD_VENDOR
 from gpufleet.validation.gpu_daemonsets import release_placement
 from gpufleet.validation.node_platform import DEVICE_PLUGIN, OPERATOR, release_of_record
-
 from tests.conftest import SHIPPED_STACKS
 from tests.e2e.cluster import ROOT, Api, ClusterError
 from tests.e2e.conftest import kubectl_runner

@@ -6,7 +6,6 @@ with KWOK nodes made from `kubectl get nodes -o json` documents, the DaemonSet c
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 import yaml

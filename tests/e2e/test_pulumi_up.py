@@ -41,8 +41,16 @@ from tests.e2e.cluster import ROOT
 from tests.e2e.conftest import kubectl_runner
 from tests.e2e.dra_driver import driver_device_classes, publish_driver_devices
 from tests.e2e.kwok_nodes import create_nodes, wait_nodes_ready
-from tests.e2e.pulumi_engine import (LOAD_BALANCER_IP, ChartMirror, CloudEmulator, Engine, contains,
-                                     linked_checkout, pulumi_bin, wait_until)
+from tests.e2e.pulumi_engine import (
+    LOAD_BALANCER_IP,
+    ChartMirror,
+    CloudEmulator,
+    Engine,
+    contains,
+    linked_checkout,
+    pulumi_bin,
+    wait_until,
+)
 from tests.e2e.workloads import gpufleet, plan_documents
 
 #: Stacks whose full life (preview, up, change, up, destroy) runs here. For dra the test publishes what

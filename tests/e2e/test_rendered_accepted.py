@@ -15,8 +15,8 @@ import yaml
 
 from tests.conftest import SHIPPED_STACKS
 from tests.e2e.cluster import ROOT
-from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.conftest import kubectl_runner
+from tests.e2e.kwok_nodes import create_nodes, nodes_from_stack, wait_nodes_ready
 from tests.e2e.workloads import gpufleet, helm, plan_documents
 
 #: Warnings the API server or helm may give on these stacks, each with why it is expected (none yet).
