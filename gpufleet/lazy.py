@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any
 
 
 def names_on_first_use(package: str, where: dict[str, str]) -> Callable[[str], Any]:

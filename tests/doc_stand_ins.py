@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
-
 from doc_examples import ROOT, Example
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -12,11 +12,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from doc_examples import (COLUMNS, LINES, Example, Ran, copy_working_tree, examples_of, fenced_blocks,
-                          missing_from, run_in_terminal, shell_examples)
+from doc_examples import (
+    COLUMNS,
+    LINES,
+    Example,
+    Ran,
+    copy_working_tree,
+    examples_of,
+    fenced_blocks,
+    missing_from,
+    run_in_terminal,
+    shell_examples,
+)
 from doc_stand_ins import scenario_of
 from helm_binary import helm_binary, helm_env
+
 from tests.conftest import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

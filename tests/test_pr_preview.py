@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 from doc_examples import block_containing, copy_working_tree
 

@@ -54,7 +54,8 @@ def test_every_part_of_gpufleet_decides_tolerations_with_the_one_rule():
     from gpufleet.scheduling.filters import tolerates as filter_tolerates
 
     cases = [{"key": "dedicated", "operator": "Equal", "value": "gpu"}, {"key": "dedicated", "operator": "Exists"},
-             {"key": "sku", "operator": "Exists"}, {"operator": "Exists"}, {"operator": "Exists", "effect": "NoExecute"},
+             {"key": "sku", "operator": "Exists"}, {"operator": "Exists"},
+             {"operator": "Exists", "effect": "NoExecute"},
              {"key": "dedicated", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"}]
     for effect in ("NoSchedule", "NoExecute"):
         for t in cases:

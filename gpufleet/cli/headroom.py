@@ -43,8 +43,8 @@ def _probe(path: Path) -> tuple[dict, list[dict]]:
 
 def command(
     probe: Annotated[Path | None, typer.Option("--probe", help="A Pod, or a Deployment/Job/... whose pod "
-                                                  "template is the probe (YAML or JSON; - reads "
-                                                  "standard input).")] = None,
+                                                "template is the probe (YAML or JSON; - reads "
+                                                "standard input).")] = None,
     shapes: Annotated[bool, typer.Option("--shapes", help="Instead of a probe: the standard shapes (1, 2, 4, 8 "
                                          "GPUs per product, each MIG profile; with and without the GPU taint's "
                                          "toleration).")] = False,
