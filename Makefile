@@ -1,6 +1,7 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
+#   make lint    - ruff (rules and line length in pyproject.toml [tool.ruff]) over LINT_PATHS
 #   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 #   make upstream-charts - fetch NVIDIA's pinned charts into third_party/upstream/ (never committed)
@@ -9,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 
-.PHONY: setup setup-dev setup-browser plan test bench clean charts upstream-charts e2e cluster-tools pulumi-tools cluster-up cluster-down
+.PHONY: setup setup-dev setup-browser plan test lint bench clean charts upstream-charts e2e cluster-tools pulumi-tools cluster-up cluster-down
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +55,26 @@ upstream-charts: setup-dev
 
 test: setup-dev setup-browser
 	$(BIN)/python -m pytest -q
+
+# ruff over every Python path of the repository except two that are still excluded: gpufleet/scheduling/ and
+# tests/scheduling/ are being reorganised into upstream's framework layout (a folder per plugin), and their
+# findings are fixed with that move rather than in files it is rewriting. The checked paths are listed one by
+# one, so a new top-level package or test folder must be added here; once the two folders pass, LINT_PATHS
+# becomes `.` (`ruff check .`) and lint joins `make test` and CI.
+LINT_PATHS := __main__.py bench components policies provider scripts \
+	gpufleet/__init__.py gpufleet/errors.py gpufleet/exposure.py gpufleet/gc_pause.py gpufleet/inputs.py \
+	gpufleet/k8s_names.py gpufleet/lazy.py gpufleet/outdir.py gpufleet/program.py gpufleet/taints.py \
+	gpufleet/azure gpufleet/capacity gpufleet/charts gpufleet/cli gpufleet/config gpufleet/discovery \
+	gpufleet/nvidia gpufleet/planning gpufleet/render gpufleet/report gpufleet/validation \
+	tests/__init__.py tests/conftest.py tests/doc_examples.py tests/doc_stand_ins.py tests/helm_binary.py \
+	tests/mutations.py tests/upstream_files.py tests/test_doc_citations.py tests/test_docs.py \
+	tests/test_hypothesis_profile.py tests/test_layers.py tests/test_pr_preview.py tests/test_stack_preview.py \
+	tests/test_taints.py tests/test_workflows.py \
+	tests/admission tests/aks tests/capacity tests/charts tests/cli tests/components tests/config \
+	tests/discovery tests/dra tests/e2e tests/nvidia tests/planning tests/render tests/report tests/upstream \
+	tests/validation
+lint: setup-dev
+	$(BIN)/ruff check $(LINT_PATHS)
 
 # The end-to-end tests against a real control plane (README: "End-to-end tests against a real control plane").
 cluster-tools:
