@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -35,9 +35,13 @@ def covers_everything(ranges: Iterable[str]) -> bool:
     """Whether the union of the CIDRs in `ranges` is all of IPv4 or all of IPv6 (unparseable entries
     are ignored): such a LoadBalancer is as public as one without source ranges."""
     nets = [n for n in (parse_cidr(r) for r in ranges) if n is not None]
+    v4 = [n for n in nets if isinstance(n, ipaddress.IPv4Network)]
+    v6 = [n for n in nets if isinstance(n, ipaddress.IPv6Network)]
     for everything in _EVERYTHING:
-        same_family = [n for n in nets if n.version == everything.version]
-        if everything in ipaddress.collapse_addresses(same_family):
+        # collapse_addresses takes one family; the two lists keep the networks' types apart for it
+        covered: Iterator[Network] = ipaddress.collapse_addresses(v4) if everything.version == 4 \
+            else ipaddress.collapse_addresses(v6)
+        if everything in covered:
             return True
     return False
 

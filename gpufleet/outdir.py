@@ -64,7 +64,8 @@ def read_marker(out: Path) -> Marker | None:
 
 def _entries(out: Path) -> tuple[list[str], list[str]]:
     """(files and other non-directories, directories) under `out`, relative, symlinks never followed."""
-    files, dirs = [], []
+    files: list[str] = []
+    dirs: list[str] = []
     for root, dirnames, filenames in os.walk(out, followlinks=False):
         base = Path(root).relative_to(out)
         for d in dirnames:

@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
+from gpufleet.config.aks import AksConfig
 from gpufleet.config.loading import NAMESPACE, parse_sections
 from gpufleet.config.stack import StackConfig
 from gpufleet.errors import ConfigError
@@ -50,18 +51,17 @@ def build(cfg: StackConfig, name: str | None = None):
 
     config = pulumi.Config(NAMESPACE)
     name = name or pulumi.get_stack()
-    provider = _aks_provider(cfg, name) if cfg.cluster.aks is not None else None
+    provider = _aks_provider(cfg, cfg.cluster.aks, name) if cfg.cluster.aks is not None else None
     stack = GpuStack(name, GpuStackArgs(cfg, secret=config.require_secret, provider=provider))
     pulumi.export("endpoints", stack.endpoints)
     return stack
 
 
-def _aks_provider(cfg: StackConfig, name: str):
+def _aks_provider(cfg: StackConfig, aks: AksConfig, name: str):
     """Create the AKS cluster and its GPU pools; return the Kubernetes provider fed by its kubeconfig."""
     from components.aks_cluster import AksCluster, AksClusterArgs
     from gpufleet.render.aks import gpu_agent_pools, system_agent_pool
 
-    aks = cfg.cluster.aks
     cluster = AksCluster(f"{name}-aks", AksClusterArgs(aks, aks.cluster_name or f"{name}-aks",
                                                        system_agent_pool(aks), gpu_agent_pools(cfg)))
     pulumi.export("aksClusterName", cluster.cluster.name)

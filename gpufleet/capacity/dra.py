@@ -59,7 +59,7 @@ def split_dra(items: list) -> tuple[list, list[dict]]:
 
 def labelled_errors(obj: dict, where: str, prefix: str = "") -> list[str]:
     """dra_errors as `Kind/name: path: problem` lines (`where` when the object has no usable name)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = m if isinstance(m := obj.get("metadata"), dict) else {}
     name, ns = meta.get("name"), meta.get("namespace")
     label = where
     if isinstance(name, str) and name:
@@ -221,7 +221,7 @@ def dra_objects(objects: Iterable[dict]) -> DraObjects:
         kind = obj.get("kind")
         if kind not in DRA_KINDS:
             continue
-        meta = obj.get("metadata") or {}
+        meta: Any = obj.get("metadata") or {}  # as read: the names are not checked here
         name, ns = meta.get("name"), meta.get("namespace") or "default"
         if kind == "DeviceClass":
             found.classes[name] = obj.get("spec") or {}

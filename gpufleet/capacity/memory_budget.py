@@ -146,6 +146,7 @@ def _model_problem(name: str, w, product: GpuProduct, sharing) -> tuple[list[Mem
     else:
         device = whole_gpu(product, count=served.args.tensor_parallel)
     verdict = judge(name, served, [device])
+    assert verdict.assessment is not None  # judge() assesses every device it is given, and it was given one
     s = verdict.assessment.startup
     per_gpu = -(-(s.requested if served.args.kv_cache_memory_bytes is None else
                   s.weights + s.activation + s.non_torch + s.cudagraph + s.kv_available) // (1 << 20))
@@ -179,7 +180,10 @@ def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
     problems = []
     for (pool_name, device), users in groups.items():
         pool = cfg.pool(pool_name)
+        # the groups were filled from this config's pools, each with a GPU product it knows
+        assert pool is not None
         product = find_product(pool.gpu.product)
+        assert product is not None
         if device == "gpu":
             devices, unit = pool.gpu.count, product.memory_mib
         elif device.startswith("device "):

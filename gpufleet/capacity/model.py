@@ -118,7 +118,8 @@ class BoundPod:
         return (cpu if "cpu" in self.requests else 100), (memory if "memory" in self.requests else 200 * 1024 * 1024)
 
     def to_json(self) -> dict:
-        out = {"namespace": self.namespace, "name": self.name, "node": self.node, "requests": self.requests}
+        out: dict[str, Any] = {"namespace": self.namespace, "name": self.name, "node": self.node,
+                               "requests": self.requests}
         if self.nonzero is not None:
             out["nonZeroRequests"] = {"cpu": self.nonzero[0], "memory": self.nonzero[1]}
         if self.labels:

@@ -177,5 +177,5 @@ def judge(key: str, served: ServedModel, devices: list[Device], verdict: Verdict
     if short:
         worst = min(short, key=lambda a: a.startup.max_concurrency)
         where = "" if len(short) == len(results) else f" (on {len(short)} of {len(results)} eligible nodes)"
-        verdict.warnings.append(worst.warning + where)
+        verdict.warnings.append(f"{worst.warning}{where}")
     return verdict

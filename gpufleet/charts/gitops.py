@@ -7,6 +7,7 @@ gpufleet/nvidia/versions.py); their values are gpufleet.render's, the same Pulum
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ def argocd_applications(cfg: StackConfig, chart: str, chart_path: str, git_url: 
 
 
 def _application(name: str, wave: str, source: dict[str, Any], namespace: str,
-                 options: list[str] = ()) -> dict[str, Any]:
+                 options: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
         "metadata": {"name": name, "namespace": ARGO_NAMESPACE,

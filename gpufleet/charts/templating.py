@@ -55,7 +55,7 @@ def _labels_include(chart: str, labels: dict[str, str]) -> str | None:
 
 
 def _label_paths(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
-    paths = [("metadata", "labels")]
+    paths: list[tuple[Any, ...]] = [("metadata", "labels")]
     if "template" in doc.get("spec", {}):
         paths.append(("spec", "template", "metadata", "labels"))
     return paths

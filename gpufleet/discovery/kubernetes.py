@@ -173,7 +173,7 @@ def list_items(doc: object, path: Path, resource: str) -> list[dict]:
         if not isinstance(item, dict):
             errors.append(f"{path}: items[{i}]: expected a {kind} object, got {_type(item)}")
         elif item_kind is not None and item_kind != kind:  # API list responses leave out each item's kind
-            meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+            meta = m if isinstance(m := item.get("metadata"), dict) else {}
             name = meta.get("name")
             shown = f"{item_kind}/{name}" if isinstance(item_kind, str) and isinstance(name, str) else f"items[{i}]"
             got = f"a {item_kind}" if isinstance(item_kind, str) else f"kind {item_kind!r}"

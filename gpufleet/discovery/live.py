@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,9 +144,9 @@ def _status_words(body: Any, fallback: str) -> tuple[str, str]:
     except ValueError:
         doc = None
     if isinstance(doc, dict) and doc.get("kind") == "Status":
-        reason = doc.get("reason") if isinstance(doc.get("reason"), str) else fallback
-        message = doc.get("message") if isinstance(doc.get("message"), str) else ""
-        return reason or fallback, one_line(message[:500])
+        reason, message = doc.get("reason"), doc.get("message")
+        return (reason if isinstance(reason, str) and reason else fallback,
+                one_line(message[:500] if isinstance(message, str) else ""))
     return fallback, ""
 
 
@@ -327,7 +327,7 @@ class KubeconfigCluster:
         return DiscoveryUnavailableError(one_line(f"{self.server}: GET {path} failed: {_short(text)}"))
 
     # -- paged lists ----------------------------------------------------------------------------------------
-    def _list(self, path: str, kind: str, query: list[tuple[str, Any]] = (), keep=None) -> list:
+    def _list(self, path: str, kind: str, query: Sequence[tuple[str, Any]] = (), keep=None) -> list:
         """Every item of a LIST, page by page (limit/continue), each passed through `keep`."""
         for _ in range(MAX_RESTARTS + 1):
             kept: list = []

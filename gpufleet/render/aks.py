@@ -54,8 +54,7 @@ def gpu_pool_labels(cfg: StackConfig, pool: GpuPool) -> dict[str, str]:
     return labels
 
 
-def gpu_agent_pool(cfg: StackConfig, pool: GpuPool) -> AgentPoolSpec:
-    aks = cfg.cluster.aks
+def gpu_agent_pool(cfg: StackConfig, aks: AksConfig, pool: GpuPool) -> AgentPoolSpec:
     scale = pool.autoscale
     return AgentPoolSpec(
         name=pool.name,
@@ -81,4 +80,5 @@ def system_agent_pool(aks: AksConfig) -> AgentPoolSpec:
 
 
 def gpu_agent_pools(cfg: StackConfig) -> list[AgentPoolSpec]:
-    return [gpu_agent_pool(cfg, p) for p in cfg.cluster.aks.gpu_pools] if cfg.cluster.aks else []
+    aks = cfg.cluster.aks
+    return [gpu_agent_pool(cfg, aks, p) for p in aks.gpu_pools] if aks else []

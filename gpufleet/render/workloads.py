@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpufleet.config.stack import StackConfig
@@ -85,7 +86,7 @@ def _probe(p: Probe | None) -> dict[str, Any] | None:
 
 
 def _container(cfg: StackConfig, w, ports: list[dict[str, Any]],
-               extra_env: list[dict[str, Any]] = ()) -> dict[str, Any]:
+               extra_env: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     c: dict[str, Any] = {"name": w.name, "image": w.image, "imagePullPolicy": "IfNotPresent"}
     if w.command:
         c["command"] = list(w.command)
@@ -262,4 +263,6 @@ def batch_job(cfg: StackConfig, w: BatchJob, managed_by: str = "pulumi") -> list
 
 
 def workload_objects(cfg: StackConfig, w, managed_by: str = "pulumi") -> list[dict[str, Any]]:
-    return {"inference": inference_service, "notebook": notebook, "job": batch_job}[w.kind](cfg, w, managed_by)
+    builders: dict[str, Callable[..., list[dict[str, Any]]]] = {
+        "inference": inference_service, "notebook": notebook, "job": batch_job}
+    return builders[w.kind](cfg, w, managed_by)
