@@ -127,7 +127,7 @@ class GpuStack(pulumi.ComponentResource):
             deps.append(self.claims[(w.namespace, w.gpu.shared_claim)])
         opts = pulumi.ResourceOptions(parent=self)
         cname = f"{name}-{w.namespace}-{w.name}"
-        env = {name: self._secret(key) for name, key in w.secret_env().items()}
+        env: dict[str, pulumi.Input[str]] = {name: self._secret(key) for name, key in w.secret_env().items()}
         if w.kind == "inference":
             return InferenceService(cname, InferenceServiceArgs(manifests, env, p, deps), opts)
         if w.kind == "notebook":

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.planning.pack_config import LEVELS, check_against_pack, read_pack_config
@@ -153,26 +153,31 @@ class PolicyPackProcess:
         self.pack_dir, self.cwd, self.env = pack_dir, cwd, env or {}
         self.proc: subprocess.Popen | None = None
         self.channel = None
-        self._stderr = None
+        self._stderr: IO[bytes] | None = None
 
     def start(self) -> PolicyPackProcess:
         """Spawn the pack (it imports and starts its server while the caller does other work)."""
+        self._process()
+        return self
+
+    def _process(self) -> subprocess.Popen:
+        """The pack's process, spawned on first use."""
         if self.proc is None:
             self._stderr = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(
                 [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(self.pack_dir)],
                 cwd=self.cwd, stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env}, text=True)
-        return self
+        return self.proc
 
     def connect(self):
         """Wait for the pack's port and return an AnalyzerStub over a ready channel."""
         import grpc
         from pulumi.runtime.proto import analyzer_pb2_grpc
 
-        self.start()
+        proc = self._process()
         if self.channel is None:
-            port = self._read_port()
+            port = self._read_port(proc)
             self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
             grpc.channel_ready_future(self.channel).result(timeout=START_TIMEOUT_SECONDS)
         return analyzer_pb2_grpc.AnalyzerStub(self.channel)
@@ -184,9 +189,12 @@ class PolicyPackProcess:
             self.close()
             raise
 
-    def _read_port(self) -> int:
+    def _read_port(self, proc: subprocess.Popen) -> int:
+        stdout = proc.stdout
+        if stdout is None:  # spawned with stdout=PIPE, so only after close()
+            raise PolicyPackError(f"policy pack {self.pack_dir} is closed")
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: lines.put(self.proc.stdout.readline()), daemon=True).start()
+        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
         try:
             line = lines.get(timeout=START_TIMEOUT_SECONDS)
         except queue.Empty:
@@ -195,7 +203,7 @@ class PolicyPackProcess:
         try:
             return int(line.strip())
         except ValueError:
-            self.proc.wait(timeout=10) if self.proc.poll() is None else None
+            proc.wait(timeout=10) if proc.poll() is None else None
             raise PolicyPackError(f"policy pack {self.pack_dir} did not start: {self.stderr_tail() or line.strip()}") \
                 from None
 
