@@ -112,7 +112,7 @@ def selector_matches(selector: dict, labels: dict) -> bool:
         key, op, values = expr.get("key"), expr.get("operator"), _l(expr.get("values"))
         present = key in labels
         ok = {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
-              "Exists": present, "DoesNotExist": not present}.get(op, False)
+              "Exists": present, "DoesNotExist": not present}.get(op, False) if isinstance(op, str) else False
         if not ok:
             return False
     return True
@@ -250,7 +250,7 @@ def service_errors(spec: Any) -> list[FieldError]:
         if isinstance(protocol, str) and protocol not in PROTOCOLS:
             errors.append(not_supported(f"{ppath}.protocol", protocol, PROTOCOLS))
         target = port.get("targetPort")
-        if _int(target) is not None and not 1 <= target <= 65535:
+        if (target_number := _int(target)) is not None and not 1 <= target_number <= 65535:
             errors.append(invalid(f"{ppath}.targetPort", target, "must be between 1 and 65535, inclusive"))
         elif isinstance(target, str) and target and not target.isdigit():
             errors += each(f"{ppath}.targetPort", target, names.port_name(target))

@@ -8,7 +8,7 @@ release's own node pods may go (the charts' affinity, gpufleet.nvidia.stack_plac
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gpufleet.nvidia import node_platforms as facts
@@ -33,8 +33,8 @@ from gpufleet.validation.node_platform import (
 
 
 def _required_terms(spec: Mapping) -> list[list[Mapping]]:
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
-    node = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
+    affinity = got if isinstance(got := spec.get("affinity"), Mapping) else {}
+    node = got if isinstance(got := affinity.get("nodeAffinity"), Mapping) else {}
     required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
     if not is_list(terms):
@@ -116,7 +116,7 @@ def _well_formed(spec: Mapping) -> bool:
 
 def _to_write(spec: Mapping, families: frozenset[str]) -> dict[str, str]:
     """The labels a selector asks for that the checked stack writes (with the value asked for)."""
-    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    selector = got if isinstance(got := spec.get("nodeSelector"), Mapping) else {}
     wanted = {str(k): str(v) for k, v in selector.items()}
     for term in _required_terms(spec):
         for e in term:
@@ -138,8 +138,8 @@ class _Labelled:
         return getattr(self._node, name)
 
 
-def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
-                       selects: Callable[[Mapping, NodeFacts], bool],
+def daemonset_findings(subject: str, spec: Any, gpu: Sequence[NodeFacts],
+                       selects: Callable[[Any, NodeFacts], bool],
                        families: frozenset[str] = frozenset()) -> list[Finding]:
     """A DaemonSet that selects GPU nodes by their labels (NVIDIA, NFD or GKE ones) but whose selector matches
     none of the GPU nodes: the DaemonSet controller creates no pod at all, not even a Pending one. `selects`:
@@ -174,14 +174,14 @@ def daemonset_findings(subject: str, spec: Any, gpu: list[NodeFacts],
         "writes them), or a selector the nodes match."))]
 
 
-def _once_labelled(spec: Mapping, gpu: list[NodeFacts], selects: Callable[[Mapping, NodeFacts], bool],
+def _once_labelled(spec: Mapping, gpu: Sequence[NodeFacts], selects: Callable[[Any, NodeFacts], bool],
                    families: frozenset[str]) -> list[NodeFacts]:
     """The GPU nodes the selector matches once the checked stack has written the labels it writes."""
     return [n for n in gpu if families and selects(spec, _Labelled(n, _to_write(spec, families)))]
 
 
-def release_taint_findings(release: Release, gpu: list[NodeFacts],
-                           selects: Callable[[Mapping, NodeFacts], bool],
+def release_taint_findings(release: Release, gpu: Sequence[NodeFacts],
+                           selects: Callable[[Any, NodeFacts], bool],
                            families: frozenset[str]) -> list[Finding]:
     """Only the taint rule on a release's GPU node pods (release_placement): for the pack, whose
     stack-matches-nodes judges the same placement's labels."""
@@ -225,7 +225,7 @@ def _untolerated_taints(subject: str, spec: Mapping, placed: list) -> list[Findi
 _DRIVER_IMAGE = re.compile(r"(^|/)nvidia/driver[:@]")
 
 
-def _driver_daemonset(subject: str, spec: Mapping, placed: list[NodeFacts]) -> list[Finding]:
+def _driver_daemonset(subject: str, spec: Mapping, placed: Sequence[NodeFacts]) -> list[Finding]:
     """NVIDIA's driver container as a DaemonSet of its own, on nodes whose OS cannot run it (error), does not
     validate it (warning), or that already run a host driver (warning, as preinstalled-driver says)."""
     images = [str(c.get("image")) for c in spec.get("containers") or [] if isinstance(c, Mapping)]
@@ -249,7 +249,7 @@ def _driver_daemonset(subject: str, spec: Mapping, placed: list[NodeFacts]) -> l
     return out
 
 
-def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) -> list[Finding]:
+def _plugin_runtime_class(subject: str, spec: Mapping, placed: Sequence[NodeFacts]) -> list[Finding]:
     """NVIDIA's device plugin as a DaemonSet of its own (the static manifest, a rendered chart) on nodes whose
     nvidia runtime is not the default: without runtimeClassName (and without a CDI device list strategy) it
     runs under runc, finds no NVML and advertises no GPU."""
@@ -259,7 +259,7 @@ def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) 
     for c in spec.get("containers") or []:
         if not isinstance(c, Mapping) or "k8s-device-plugin" not in str(c.get("image") or ""):
             continue
-        items = c.get("env") if is_list(c.get("env")) else []
+        items = got if is_list(got := c.get("env")) else []
         env = {str(e.get("name")): str(e.get("value")) for e in items if isinstance(e, Mapping)}
         if "cdi" in env.get("DEVICE_LIST_STRATEGY", ""):
             continue
@@ -273,7 +273,7 @@ def _plugin_runtime_class(subject: str, spec: Mapping, placed: list[NodeFacts]) 
     return []
 
 
-def release_placement(release: Release) -> dict | None:
+def release_placement(release: Release) -> dict:
     """Where the release's GPU node pods may go, as a pod spec's nodeSelector and required node affinity: the
     chart's defaults (gpufleet.nvidia.stack_placement) or the values that override them. The operator finds
     GPU nodes by NFD's PCI labels before it deploys anything there."""

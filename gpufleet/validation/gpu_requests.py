@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeGuard
 
 from gpufleet.nvidia.mig_profiles import TABLES, resource_name
 
@@ -21,8 +21,9 @@ LEGACY_GPU = "alpha.kubernetes.io/nvidia-gpu"
 #: nvidia.com/ names other GPU schedulers use (HAMi); not the device plugin's, so not judged here.
 FOREIGN_NVIDIA_NAMES = {"nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"}
 _QUANTITY = re.compile(r"\s*([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\s*")
-_SCALE = {None: 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-          "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_SCALE: dict[str | None, int | Decimal] = {
+    None: 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class DevicePluginFacts:
     """Resource names real nodes advertise: never a wrong name, whatever the plan says."""
 
 
-def is_list(value: Any) -> bool:
+def is_list(value: Any) -> TypeGuard[Sequence[Any]]:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 

@@ -62,13 +62,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 class _DuplicateKey(yaml.constructor.ConstructorError):
     """A key given twice in one mapping: the file reads, and the manifest has a problem."""
 
+    def __init__(self, problem: str, mark: yaml.Mark):
+        super().__init__(None, None, problem, mark)
+        self.line = mark.line  # 0-based, as the mark counts
+
 
 def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise _DuplicateKey(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            raise _DuplicateKey(f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
@@ -104,7 +108,7 @@ def describe(doc: Any, index: int, item: int | None = None) -> str:
     where = f"document {index + 1}" + (f" items[{item}]" if item is not None else "")
     if not isinstance(doc, dict):
         return where
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = got if isinstance(got := doc.get("metadata"), dict) else {}
     name, ns, kind = meta.get("name"), meta.get("namespace"), doc.get("kind")
     name = name if isinstance(name, str) and name else f"({where})"
     kind = kind if isinstance(kind, str) and kind else "?"
@@ -204,7 +208,7 @@ def load_file(path: Path) -> list[Any] | Problem:
     try:
         return list(yaml.load_all(text, Loader=_UniqueKeyLoader))
     except _DuplicateKey as e:
-        return Problem(str(path), f"line {e.problem_mark.line + 1}", "", f"not valid YAML: {e.problem}")
+        return Problem(str(path), f"line {e.line + 1}", "", f"not valid YAML: {e.problem}")
     except yaml.YAMLError as e:
         hint = template_hint(text)
         raise InputError(f"{path}: cannot read: not valid YAML: {yaml_problem(e)}{hint}") from None

@@ -41,7 +41,7 @@ def mps_client_messages(what: str, spec: Any, annotations: Any,
         return []
     found = []
     for c in containers(spec):
-        res = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
+        res = got if isinstance(got := c.get("resources"), Mapping) else {}
         names = {n for part in ("limits", "requests") if isinstance(res.get(part), Mapping)
                  for n in res[part]}
         for name in sorted(n for n in names if n in shares):

@@ -16,7 +16,7 @@ A finding is an error where the stack cannot work on those nodes, a warning wher
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,12 +30,19 @@ GPU_CHARTS = (OPERATOR, DEVICE_PLUGIN, DRA_DRIVER)
 
 
 class NodeFacts(Protocol):
-    name: str
-    labels: dict[str, str]
-    allocatable: dict[str, int]
-    container_runtime: str
-    kubelet_version: str
-    os_image: str
+    # read-only: the rules only read a node, and the policy pack's nodes compute these (labels plus planned ones)
+    @property
+    def name(self) -> str: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+    @property
+    def allocatable(self) -> dict[str, int]: ...
+    @property
+    def container_runtime(self) -> str: ...
+    @property
+    def kubelet_version(self) -> str: ...
+    @property
+    def os_image(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,7 @@ def release_of_record(doc: Any) -> Release | None:
     version, values); None for anything else."""
     if not isinstance(doc, Mapping) or doc.get("kind") != "HelmRelease" or doc.get("chart") not in GPU_CHARTS:
         return None
-    values = doc.get("values") if isinstance(doc.get("values"), Mapping) else {}
+    values = got if isinstance(got := doc.get("values"), Mapping) else {}
     chart = str(doc["chart"])
     subject = f"HelmRelease {doc.get('namespace') or 'default'}/{doc.get('name') or chart}"
     return Release(chart, str(doc.get("version") or ""), values, subject, chart_value(chart))
@@ -125,7 +132,7 @@ def shows_gpu(node: NodeFacts) -> bool:
             or any(_NFD_NVIDIA_PCI.match(k) for k in labels)
             or any(k in labels and (v is None or labels[k].lower() == v) for k, v in CLOUD_GPU_LABELS.items())
             or any(k.startswith("nvidia.com/") for k in node.allocatable or {})
-            or bool(getattr(node, "gpus", None) and node.gpus.gpus))
+            or bool((gpus := getattr(node, "gpus", None)) and gpus.gpus))
 
 
 def names(nodes: Iterable[NodeFacts], limit: int = 4) -> str:
@@ -175,7 +182,7 @@ def host_driver_evidence(node) -> str | None:
     return None
 
 
-def host_driver_message(gpu: list[NodeFacts], setting: str, version: str, namespace: str) -> str | None:
+def host_driver_message(gpu: Sequence[NodeFacts], setting: str, version: str, namespace: str) -> str | None:
     """The operator's driver container enabled (`setting`) while every GPU node already runs a host driver:
     the pinned driver runs nowhere, and where k8s-driver-manager misses the host's driver the driver pod
     stays in Init. None when some GPU node needs the driver container (or says nothing): then it is right.
@@ -195,7 +202,7 @@ def host_driver_message(gpu: list[NodeFacts], setting: str, version: str, namesp
         "operator uses the host driver.")
 
 
-def host_driver_findings(release: Release, nodes: list[NodeFacts]) -> list[Finding]:
+def host_driver_findings(release: Release, nodes: Sequence[NodeFacts]) -> list[Finding]:
     """host_driver_message for a gpu-operator release record (check --nodes; in the pack:
     preinstalled-driver)."""
     gpu = [n for n in nodes if shows_gpu(n)]
@@ -208,7 +215,7 @@ def host_driver_findings(release: Release, nodes: list[NodeFacts]) -> list[Findi
 
 # ---- 1. the node's operating system --------------------------------------------------------------------
 
-def os_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+def os_findings(release: Release, gpu: Sequence[NodeFacts]) -> list[Finding]:
     out = []
     by_os = grouped_by(gpu, lambda n: facts.node_os(n.os_image, n.labels))
     for os_, nodes in sorted(by_os.items(), key=lambda kv: kv[0].key):
@@ -263,7 +270,7 @@ def _driver_root(release: Release) -> tuple[str, str] | None:
     return "nvidiaDriverRoot", str(release.value("nvidiaDriverRoot") or "/")
 
 
-def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
+def _second_plugin(release: Release, nodes: Sequence[NodeFacts], who: str) -> str:
     return (f"this release deploys NVIDIA's device plugin on node(s) {names(nodes)}, where {who}. Two "
             "plugins register nvidia.com/gpu with the kubelet, each registration replacing the other, so "
             "the advertised GPUs and the sharing or MIG settings follow whichever plugin registered last. "
@@ -275,8 +282,8 @@ def _second_plugin(release: Release, nodes: list[NodeFacts], who: str) -> str:
 
 # ---- 2. the container runtime ------------------------------------------------------------------------
 
-def runtime_findings(release: Release, gpu: list[NodeFacts],
-                     pools: dict[str, list[NodeFacts]]) -> list[Finding]:
+def runtime_findings(release: Release, gpu: Sequence[NodeFacts],
+                     pools: Mapping[str, Sequence[NodeFacts]]) -> list[Finding]:
     out = []
     # The operator picks one runtime for the whole cluster (state_manager.go getRuntime: containerd when any GPU
     # node runs it); where the hosts configure their runtimes, each pool is judged on its own.
@@ -343,7 +350,7 @@ def _containerd_major(n: NodeFacts) -> int:
 KUBELET_SKEW = 3
 
 
-def version_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+def version_findings(release: Release, gpu: Sequence[NodeFacts]) -> list[Finding]:
     out = []
     floor = facts.KUBERNETES_FLOORS.get(release.chart)
     by_minor = grouped_by(gpu, lambda n: _minor(n.kubelet_version))
@@ -382,7 +389,7 @@ def _minor(kubelet_version: str) -> tuple[int, int] | None:
 
 # ---- 4. the runtime class where nvidia is not the default runtime --------------------------------------
 
-def runtime_class_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+def runtime_class_findings(release: Release, gpu: Sequence[NodeFacts]) -> list[Finding]:
     """The standalone device plugin hands out GPUs through NVIDIA_VISIBLE_DEVICES, which only the nvidia
     runtime reads; on nodes whose nvidia runtime is not the default its pods (and GFD's) must name it."""
     if release.chart != DEVICE_PLUGIN or release.value("runtimeClassName"):
@@ -414,7 +421,7 @@ def why_not_default(n: NodeFacts) -> str:
 
 # ---- 6. a config file the distribution regenerates ----------------------------------------------------
 
-def regenerated_config_findings(release: Release, gpu: list[NodeFacts]) -> list[Finding]:
+def regenerated_config_findings(release: Release, gpu: Sequence[NodeFacts]) -> list[Finding]:
     path = release.toolkit_env().get("CONTAINERD_CONFIG")
     if not release.runs_toolkit or not path:
         return []
@@ -428,8 +435,8 @@ def regenerated_config_findings(release: Release, gpu: list[NodeFacts]) -> list[
 
 # ---- everything, for one release ----------------------------------------------------------------------
 
-def release_findings(release: Release, nodes: list[NodeFacts],
-                     pools: dict[str, list[NodeFacts]] | None = None) -> list[Finding]:
+def release_findings(release: Release, nodes: Sequence[NodeFacts],
+                     pools: Mapping[str, Sequence[NodeFacts]] | None = None) -> list[Finding]:
     """Every node-platform finding of one GPU stack release on these nodes (the GPU nodes among them, or the
     pools' members where `pools` names them)."""
     members = [n for ns in (pools or {}).values() for n in ns]

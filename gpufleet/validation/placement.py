@@ -27,14 +27,14 @@ def _weight(value: Any) -> bool:
 
 def placement_errors(spec: Mapping, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
-    node = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
+    affinity = got if isinstance(got := spec.get("affinity"), Mapping) else {}
+    node = got if isinstance(got := affinity.get("nodeAffinity"), Mapping) else {}
     ppath = f"{path}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     for i, term in enumerate(_items(node.get("preferredDuringSchedulingIgnoredDuringExecution"))):
         if not _weight(term.get("weight")):
             errors.append(invalid(f"{ppath}[{i}].weight", term.get("weight") or 0, WEIGHT))
     for kind in ("podAffinity", "podAntiAffinity"):
-        block = affinity.get(kind) if isinstance(affinity.get(kind), Mapping) else {}
+        block = got if isinstance(got := affinity.get(kind), Mapping) else {}
         kpath = f"{path}.affinity.{kind}"
         for i, term in enumerate(_items(block.get("requiredDuringSchedulingIgnoredDuringExecution"))):
             errors += _term_errors(term, f"{kpath}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
@@ -69,6 +69,6 @@ def placement_errors(spec: Mapping, path: str) -> list[FieldError]:
 
 
 def _term_errors(term: Mapping, path: str) -> list[FieldError]:
-    key = term.get("topologyKey") if isinstance(term.get("topologyKey"), str) else ""
+    key = got if isinstance(got := term.get("topologyKey"), str) else ""
     errors = [] if key else [required(f"{path}.topologyKey", "can not be empty")]
     return errors + each(f"{path}.topologyKey", key, qualified_name_errors(key))  # ValidateLabelName

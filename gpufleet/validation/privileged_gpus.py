@@ -22,7 +22,7 @@ SHARED_SUFFIX = ".shared"
 
 
 def _gpu_requests(c: Mapping) -> set[str]:
-    res = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
+    res = got if isinstance(got := c.get("resources"), Mapping) else {}
     return {n for part in ("limits", "requests") if isinstance(res.get(part), Mapping)
             for n in res[part] if isinstance(n, str) and n.startswith("nvidia.com/")}
 
@@ -51,7 +51,7 @@ def exposures(spec: Any) -> Iterator[tuple[str, set[str], str]]:
         gpus = _gpu_requests(c)
         if not gpus:
             continue
-        security = c.get("securityContext") if isinstance(c.get("securityContext"), Mapping) else {}
+        security = got if isinstance(got := c.get("securityContext"), Mapping) else {}
         if security.get("privileged") is True:
             yield str(c.get("name")), gpus, "runs privileged (securityContext.privileged: true)"
             continue

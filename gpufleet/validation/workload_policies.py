@@ -195,7 +195,7 @@ def workload_findings(obj: Any, facts: WorkloadFacts = WorkloadFacts()) -> list[
     kind = obj.get("kind") if isinstance(obj, Mapping) else None
     path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
     spec = _dig(obj, path) if path else None
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, Mapping) or not isinstance(kind, str) or path is None:
         return []
     what = describe(kind, obj.get("metadata"), "(unnamed)")
     found: list[Finding] = []
