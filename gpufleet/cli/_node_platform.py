@@ -49,7 +49,7 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
 
 
 def _key(obj: dict) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = m if isinstance(m := obj.get("metadata"), dict) else {}
     return f"DaemonSet/{meta.get('namespace') or 'default'}/{meta.get('name') or '(unnamed)'}"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -220,7 +220,8 @@ def add_policy_findings(result: CheckResult, objects: list, nodes: list) -> None
             else:
                 warnings.append(Warning(w.key, f.text))
     # Stable sorts: the engine's entries keep their order; a workload's findings follow its own entry.
-    for entries, found in ((result.unschedulable, errors), (result.warnings, warnings)):
+    pairs: tuple[tuple[list[Any], list[Any]], ...] = ((result.unschedulable, errors), (result.warnings, warnings))
+    for entries, found in pairs:
         if found:
             entries += found
             entries.sort(key=lambda e: order.get(e.workload, len(order)))

@@ -82,6 +82,7 @@ def command(
             _print_table(headroom_table(cap.nodes, cap.pods, objects,
                                         extended_resource_toleration=extended_resource_toleration), as_json)
             return
+        assert probe_obj is not None  # without --shapes, --probe was given (checked above)
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
                               extended_resource_toleration=extended_resource_toleration)

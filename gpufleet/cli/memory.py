@@ -20,6 +20,7 @@ def _device(gpu: str | None, memory_mib: int | None, mig: str | None, mps: int |
         raise InputError("--gpu or --gpu-memory-mib is required: the GPU the server runs on")
     product = _product(gpu, memory_mib) if gpu is not None else None
     if product is None:
+        assert memory_mib is not None  # _product gives None only when --gpu-memory-mib gives the memory
         product = GpuProduct(gpu or "GPU", gpu or "GPU", memory_mib, (0, 0), "unknown")
     if mig is not None:
         if mps is not None:

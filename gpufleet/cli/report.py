@@ -68,8 +68,10 @@ def command(
     manifests: Annotated[list[Path] | None, typer.Argument(metavar="MANIFEST",
         help="With --nodes: YAML files or directories of workloads (multi-document; - reads standard "
              "input).")] = None,
+    # keyword-only from here, so that --out can be required (no default) after the optional MANIFEST
+    *,
     out: Annotated[Path,
-                   typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")] = ...,
+                   typer.Option("--out", help="HTML file to write (refused if it exists, unless --force).")],
     stack: Annotated[str | None, typer.Option(
         "--stack", "-s", help="Stack name (reads Pulumi.<stack>.yaml), or that file's name or path.")] = None,
     project_dir: Annotated[Path, typer.Option("--project-dir", help="Directory holding Pulumi.yaml.")] = Path("."),
@@ -102,7 +104,7 @@ def command(
         page = render_html(report)
         markdown = SUMMARY_MARK + "\n" + summary_markdown(report) if summary is not None else None
         write_own_file(out, page, _page_is_ours, "report page", force)
-        if markdown is not None:
+        if summary is not None and markdown is not None:
             write_own_file(summary, markdown, _summary_is_ours, "report summary", force)
     except GpufleetError as e:
         print(str(e), file=sys.stderr)
