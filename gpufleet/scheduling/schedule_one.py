@@ -175,11 +175,6 @@ def base_scores(snap: Snapshot, shape: PodShape, nodes: np.ndarray) -> np.ndarra
     return shape.framework.base_scores(snap, shape.scores, nodes)
 
 
-def base_score_one(snap: Snapshot, shape: PodShape, i: int) -> int:
-    """`base_scores` for one node, without array operations (a pod just landed there)."""
-    return shape.framework.base_score_one(snap, shape.scores, i)
-
-
 def window_scores(shape: PodShape, window: np.ndarray, base: np.ndarray) -> np.ndarray:
     """`base` plus the scores normalised over the scored nodes (TaintToleration, NodeAffinity)."""
     return shape.framework.window_scores(shape.scores, window, base)
@@ -258,6 +253,7 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
         return [], schedule_one(snap, shape, start, rng), start
     k = num_feasible_nodes_to_find(n)
     placed: list[int] = []
+    framework, scores = shape.framework, shape.scores
     for _ in range(count):
         window, processed = _window(candidates, start, k, n)
         if not len(window):
@@ -266,7 +262,7 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
         if len(window) == 1:
             node = int(window[0])
         else:
-            total = window_scores(shape, window, base[window])
+            total = framework.window_scores(scores, window, base[window])
             best = window[total == _MAX(total)]
             node = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
             if len(best) > 1:
@@ -274,8 +270,8 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
         start = (start + processed) % n
         snap.place(node, shape.requests, shape.nonzero, shape.ports)
         placed.append(node)
-        if shape.fits_one(snap, node):
-            base[node] = base_score_one(snap, shape, node)
+        if framework.fits_one(snap, shape, node):
+            base[node] = framework.base_score_one(snap, scores, node)
         else:
             feasible[node] = False
             candidates = candidates[candidates != node]

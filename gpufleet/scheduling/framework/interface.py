@@ -5,7 +5,8 @@ arrays over node positions (the scheduler's node order), so a cycle costs a few 
 the fleet's size; what depends only on the pod and one node runs once per node class.
 
 Extension points, in the order a cycle runs them:
-- `pre_filter(pod) -> state`: the pod's part the plugin's filter reads (TaintToleration: the tolerations).
+- `pre_filter(spec, ...) -> state`: the pod's part the plugin's filter reads (TaintToleration: the
+  tolerations; NodeResourcesFit: the requests; NodePorts: the host ports).
 - `filter_node(node, terms) -> reason | None`: a filter that reads the pod and the node alone (run once per
   node class; gpufleet.scheduling.classes).
 - `filter_nodes(snap, shape, at) -> {reason: mask}`: a filter that reads what is placed on the nodes; `at`
@@ -20,9 +21,10 @@ Plugins whose filter and score count other pods (PodTopologySpread, InterPodAffi
 `pod_state(spec, namespace, labels, affinity_ok)` as their PreFilter / PreScore.
 
 `reads` is the plugin's signature fragment (upstream's SignPod, extended to nodes): the pod spec fields
-and node attributes the plugin reads. Cache keys are built from it (gpufleet.scheduling.framework.runtime
-`sign_pod`, gpufleet.scheduling.classes), and tests/scheduling/test_plugin_reads.py fails when a plugin
-reads something it does not declare.
+and node attributes the plugin reads. Cache keys are built from it (`sign_pod`, `sign_node`; a plugin that
+reads only some labels narrows its node fragment with `node_context(specs)`), and
+tests/scheduling/test_plugin_reads.py fails when a plugin reads a pod field or a node attribute it does not
+declare (what it reads through the snapshot's per-node arrays is declared as `per_node`, not recorded).
 """
 
 from __future__ import annotations
@@ -49,11 +51,19 @@ class Reads:
 def spec_at(spec: Any, path: str) -> Any:
     """The value at a dotted path of a pod spec, a list of values where a step is a list (`containers.image`:
     each container's image); None where a step is missing or not a mapping."""
-    step, _, rest = path.partition(".")
-    if isinstance(spec, list):
-        return [spec_at(item, path) for item in spec]
-    value = spec.get(step) if isinstance(spec, dict) else None
-    return spec_at(value, rest) if rest else value
+    return value_at(spec, tuple(path.split(".")))
+
+
+def value_at(value: Any, steps: tuple[str, ...]) -> Any:
+    """`spec_at` with the path already split."""
+    for k, step in enumerate(steps):
+        if type(value) is not dict:
+            if isinstance(value, list):
+                return [value_at(item, steps[k:]) for item in value]
+            if not isinstance(value, dict):
+                return None
+        value = value.get(step)
+    return value
 
 
 class Plugin:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from gpufleet.scheduling.framework.interface import Plugin
+from gpufleet.scheduling.framework.interface import Plugin, value_at
 
 
 class Scores:
@@ -42,12 +42,19 @@ class Framework:
         self.pod_plugins = [p for p in self.plugins if hasattr(p, "pod_state")]
         self.scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pre_score")]
         self.pod_scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pod_score")]
+        self._node_signers = [(i, p) for i, p in enumerate(self.plugins)
+                              if p.reads.node or type(p).sign_node is not Plugin.sign_node]
+        self._own_signers = [p for p in self.plugins if type(p).sign_pod is not Plugin.sign_pod]
+        paths = [path for p in self.plugins if type(p).sign_pod is Plugin.sign_pod for path in p.reads.pod]
+        self._declared = [tuple(path.split(".")) for path in dict.fromkeys(paths)]
 
     # signatures
 
     def sign_pod(self, spec: dict) -> tuple:
-        """The pod's signature: every plugin's fragment (pods with equal signatures share a pod shape)."""
-        return tuple(p.sign_pod(spec) for p in self.plugins)
+        """The pod's signature: every plugin's fragment (pods with equal signatures share a pod shape). The
+        plugins that sign by their declared paths are read once per path, however many declare it."""
+        declared = repr(tuple(value_at(spec, steps) for steps in self._declared))
+        return (declared, *(p.sign_pod(spec) for p in self._own_signers))
 
     def node_contexts(self, specs: Iterable[Any]) -> list[Any]:
         """Per plugin, what the check's pods make it read of nodes (NodeAffinity: the selected labels)."""
@@ -55,8 +62,9 @@ class Framework:
         return [p.node_context(specs) if hasattr(p, "node_context") else None for p in self.plugins]
 
     def sign_node(self, node: Any, contexts: list[Any]) -> tuple:
-        """The node's class key: every plugin's fragment (nodes with equal keys are one class)."""
-        return tuple(p.sign_node(node, c) for p, c in zip(self.plugins, contexts))
+        """The node's class key: every plugin's fragment (nodes with equal keys are one class; a plugin that
+        reads nothing of a node class adds nothing)."""
+        return tuple(p.sign_node(node, contexts[i]) for i, p in self._node_signers)
 
     # filters
 
@@ -73,23 +81,28 @@ class Framework:
         never reaches the later ones; `shape.eligible` already holds the static filters' answer."""
         feasible = shape.eligible[at].copy()
         short: dict[str, np.ndarray] = {}
-        failed = None
+        earlier: list[np.ndarray] = []  # what the plugins before this one failed nodes for
         for plugin in self.node_filters:
             found = plugin.filter_nodes(snap, shape, at)
             if not found:
                 continue
-            if failed is not None:
+            if earlier:
+                failed = np.logical_or.reduce(earlier) if len(earlier) > 1 else earlier[0]
                 found = {reason: mask & ~failed for reason, mask in found.items()}
+            for mask in found.values():
+                feasible &= ~mask
             short.update(found)
-            masks = list(found.values())
-            here = np.logical_or.reduce(masks) if len(masks) > 1 else masks[0]
-            feasible &= ~here
-            failed = here if failed is None else failed | here
+            earlier += found.values()
         return feasible, short
 
     def fits_one(self, snap, shape, i: int) -> bool:
         """`run_filter_plugins` for one node."""
-        return bool(shape.eligible[i]) and not any(p.fails_on(snap, shape, i) for p in self.node_filters)
+        if not shape.eligible[i]:
+            return False
+        for plugin in self.node_filters:
+            if plugin.fails_on(snap, shape, i):
+                return False
+        return True
 
     def pod_states(self, spec: dict, namespace: str, labels: dict[str, str], affinity_ok: np.ndarray) -> list:
         """PreFilter of the plugins that count other pods: (plugin, state) each."""
@@ -127,7 +140,10 @@ class Framework:
 
     @staticmethod
     def base_score_one(snap, scores: Scores, i: int) -> int:
-        return sum(weight * plugin.score_one(snap, state, i) for weight, plugin, state in scores.own)
+        total = 0
+        for weight, plugin, state in scores.own:
+            total += weight * plugin.score_one(snap, state, i)
+        return total
 
     @staticmethod
     def window_scores(scores: Scores, window: np.ndarray, base: np.ndarray) -> np.ndarray:
