@@ -10,7 +10,7 @@ agent pool's `nodeLabels` instead of NodePatch (gpufleet.render.aks).
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,7 +18,7 @@ from gpufleet.azure.mig import AKS_MIG_PROFILES
 from gpufleet.azure.vm_sizes import VM_SIZES, VmSize, find_vm_size
 from gpufleet.config._base import Model
 from gpufleet.config.k8s_types import GeometryName, LabelKey, LabelValue, SharingProfileName
-from gpufleet.config.node_pools import NodePool, PoolGpu, Taint
+from gpufleet.config.node_pools import NodePool, PoolGpu, Taint, TaintEffect
 from gpufleet.k8s_names import label_value_errors, qualified_name_errors
 
 #: The label AKS puts on every node with its agent pool's name.
@@ -139,7 +139,9 @@ class GpuPool(Model):
         out = []
         for t in self.taints:
             m = _TAINT.match(t)
-            out.append(Taint(key=m["key"], value=m["value"] or "", effect=m["effect"]))
+            assert m is not None  # _taint_syntax refused every taint _TAINT does not match
+            # the pattern's effect group admits only the three effects Taint allows
+            out.append(Taint(key=m["key"], value=m["value"] or "", effect=cast(TaintEffect, m["effect"])))
         return out
 
     def node_pool(self) -> NodePool:

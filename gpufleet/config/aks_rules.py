@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpufleet.azure.mig import aks_mig_profile
 from gpufleet.azure.vm_sizes import VM_SIZES
 from gpufleet.config._paths import yaml_path as _p
-from gpufleet.config.aks import AGENT_POOL_LABEL, GpuPool
+from gpufleet.config.aks import AGENT_POOL_LABEL, AksConfig, GpuPool
 from gpufleet.config.node_pools import Taint
 from gpufleet.config.stack import StackConfig
 from gpufleet.config.workloads import Toleration
@@ -17,9 +17,9 @@ from gpufleet.errors import ConfigIssue
 from gpufleet.taints import tolerates_any
 
 
-def check_aks(cfg: StackConfig) -> list[ConfigIssue]:
+def check_aks(cfg: StackConfig, aks: AksConfig) -> list[ConfigIssue]:
+    """The rules of `cluster.aks` (`aks`, the config's own)."""
     issues: list[ConfigIssue] = []
-    aks = cfg.cluster.aks
     for key, value in (("kubeconfig", cfg.cluster.kubeconfig), ("context", cfg.cluster.context)):
         if value is not None:
             issues.append(ConfigIssue(_p("cluster", key), f"'{value}' cannot be used with cluster.aks: the stack "
@@ -33,7 +33,7 @@ def check_aks(cfg: StackConfig) -> list[ConfigIssue]:
     for j, gpu_pool in enumerate(aks.gpu_pools):
         issues += _check_driver(cfg, j, gpu_pool)
         issues += _check_mig(cfg, j, gpu_pool)
-    issues += _check_workload_taints(cfg)
+    issues += _check_workload_taints(cfg, aks)
     return issues
 
 
@@ -94,9 +94,8 @@ def _untolerated(cfg: StackConfig, pool: GpuPool, tolerations: list[Toleration])
             and not _tolerates(taint, tolerations)]
 
 
-def _check_workload_taints(cfg: StackConfig) -> list[ConfigIssue]:
+def _check_workload_taints(cfg: StackConfig, aks: AksConfig) -> list[ConfigIssue]:
     """GPU workloads placed without `nodePool` (which adds the pool's tolerations) must still fit a pool."""
-    aks = cfg.cluster.aks
     issues = []
     for i, w in enumerate(cfg.workloads):
         if w.gpu is None or w.gpu.visible_devices is not None or w.node_pool is not None or not aks.gpu_pools:

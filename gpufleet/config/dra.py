@@ -3,7 +3,7 @@ GPU claims of workloads (`gpu.claim`) and named shared claims (`gpufleet:claims`
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,7 +15,10 @@ from gpufleet.nvidia import dra, versions
 Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")]
 #: A fully qualified attribute name, `<domain>/<name>` (what `matchAttribute` needs).
 QualifiedAttribute = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z_][A-Za-z0-9_]{0,31}$")]
-FeatureGate = Literal[tuple(dra.FEATURE_GATES)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the gate names are data (gpufleet.nvidia.dra); statically a gate is a string
+    FeatureGate = str
+else:  # pydantic validates against the names themselves
+    FeatureGate = Literal[tuple(dra.FEATURE_GATES)]
 
 
 class DraDriverConfig(Model):

@@ -100,7 +100,7 @@ def _why_not(choice: DeviceChoice, product: GpuProduct) -> str | None:
     """Why no device of `product` can serve this choice; None when one can (or it is not a MIG choice)."""
     if choice.device_class != req.MIG_DEVICE_CLASS and choice.profile is None:
         return None
-    if not product.mig_capable:
+    if product.mig_table is None:  # not MIG-capable
         return f"{product.key} has no MIG"
     profiles = TABLES[product.mig_table].profiles
     if choice.profile is not None and choice.profile not in profiles:
@@ -112,12 +112,12 @@ def _mig_claim(path: tuple, claim: GpuClaim, products: list[GpuProduct], where: 
     choices = claim.first_available or [claim]
     if not products:
         return []
-    reasons = []
+    reasons: list[str] = []
     for choice in choices:
         why = [_why_not(choice, p) for p in products]
         if any(w is None for w in why):
             return []  # some alternative can be served somewhere
-        reasons += [w for w in why if w not in reasons]
+        reasons += [w for w in why if w is not None and w not in reasons]
     field = "firstAvailable" if claim.first_available else ("profile" if claim.profile else "deviceClass")
     asked = "every alternative asks" if claim.first_available else "asks"
     return [ConfigIssue(_p(*path, field), (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from gpufleet.errors import ConfigError, ConfigIssue, InputError
 
 SECRET_PLACEHOLDER = "[secret]"
 #: One spelling of keys: the YAML names (camelCase, as `gpufleet schema` lists them), never the Python ones.
-SPELLING = {"by_alias": True, "by_name": False}
+SPELLING: dict[str, bool] = {"by_alias": True, "by_name": False}
 _UNION_TAG = re.compile(r"^(literal\[|list\[|dict\[|str$|int$|bool$|function-|env-literal$|env-secret$)")
 
 
@@ -113,7 +114,7 @@ def _load_document(stack: str, path: Path, doc: dict[str, Any], project_dir: Pat
     return loaded
 
 
-def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] = frozenset(),
+def parse_sections(sections: dict[str, Any], source: str, secret_keys: Collection[str] = frozenset(),
                    project_dir: Path | None = None) -> StackConfig:
     """Validate the `gpufleet:` sections (YAML spelling) into a StackConfig, or raise ConfigError.
 
@@ -148,6 +149,12 @@ def parse_sections(sections: dict[str, Any], source: str, secret_keys: set[str] 
 _RESPELL_ROUNDS = 8
 
 
+def _model_validate(data: dict[str, Any], project_dir: Path | None) -> StackConfig:
+    """StackConfig from the sections in SPELLING (pydantic's by_alias/by_name, spelt out for its signature)."""
+    return StackConfig.model_validate(data, context={"project_dir": project_dir},
+                                      by_alias=SPELLING["by_alias"], by_name=SPELLING["by_name"])
+
+
 def _validate_respelt(known: dict[str, Any],
                       project_dir: Path | None) -> tuple[StackConfig | None, list, list[ConfigIssue]]:
     """(config or None, pydantic's errors, the misspelt-key issues): each unknown key with a did-you-mean is
@@ -157,7 +164,7 @@ def _validate_respelt(known: dict[str, Any],
     respelt: list[ConfigIssue] = []
     for _ in range(_RESPELL_ROUNDS):
         try:
-            cfg = StackConfig.model_validate(known, context={"project_dir": project_dir}, **SPELLING)
+            cfg = _model_validate(known, project_dir)
             return cfg, [], respelt
         except ValidationError as e:
             errors = e.errors()
@@ -207,15 +214,14 @@ def _rules_without_broken_workloads(known: dict[str, Any], errors: list, project
     each issue's workload index is mapped back to the file's. Anything else broken: the rules wait.
     """
     items = known.get("workloads")
-    locs = [err.get("loc") or () for err in errors]
+    locs: list[tuple[Any, ...]] = [err.get("loc") or () for err in errors]
     if not isinstance(items, list) or not all(len(loc) > 1 and loc[0] == "workloads" and isinstance(loc[1], int)
                                               for loc in locs):
         return []
     broken = {loc[1] for loc in locs}
     kept = [i for i in range(len(items)) if i not in broken]
     try:
-        cfg = StackConfig.model_validate({**known, "workloads": [items[i] for i in kept]},
-                                         context={"project_dir": project_dir}, **SPELLING)
+        cfg = _model_validate({**known, "workloads": [items[i] for i in kept]}, project_dir)
     except ValidationError:
         return []
 

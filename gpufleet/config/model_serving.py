@@ -45,7 +45,10 @@ def _same(key: str, flag_value, field_value) -> bool:
 def release(model, image: str) -> tuple[int, int] | None:
     """(major, minor) of the vLLM release: the block's engineVersion, else the image tag's."""
     version = model.engine_version if model is not None else None
-    return tuple(int(p) for p in version.lstrip("v").split(".")[:2]) if version else image_version(image)
+    if not version:
+        return image_version(image)
+    major, minor = version.lstrip("v").split(".")[:2]  # engineVersion's pattern: [v]major.minor[.patch]
+    return int(major), int(minor)
 
 
 def _settings(model, argv, path: str = "model", image: str = "") -> tuple[dict, list[tuple[str, str]]]:

@@ -19,13 +19,15 @@ from gpufleet.config.k8s_types import (
 )
 from gpufleet.k8s_names import INT32_MAX
 
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
 
 class Taint(Model):
     """A node taint (`key=value:effect`)."""
 
     key: TaintKey
     value: TaintValue = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    effect: TaintEffect = "NoSchedule"
 
 
 class PoolGpu(Model):

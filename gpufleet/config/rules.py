@@ -31,7 +31,7 @@ def validate_references(cfg: StackConfig) -> list[ConfigIssue]:
     issues += _check_workloads(cfg)
     issues += check_dra(cfg)
     if cfg.cluster.aks is not None:
-        issues += check_aks(cfg)
+        issues += check_aks(cfg, cfg.cluster.aks)
     issues += check_versions(cfg)
     issues += check_sharing_facts(cfg)
     issues += check_dra_prerequisites(cfg)
@@ -159,7 +159,7 @@ def _check_pool_geometry(cfg: StackConfig, i: int, pool: NodePool, product: GpuP
         return []
     if product is None:
         return []
-    if not product.mig_capable:
+    if product.mig_table is None:  # not MIG-capable
         return [ConfigIssue(path, f"'{pool.mig_geometry}' enables MIG, but {product.key} GPUs are not MIG-capable")]
     issues = []
     table = TABLES[product.mig_table]

@@ -6,14 +6,17 @@ names the YAML path, the bad value, what happens on the cluster and the fix."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from gpufleet.config._paths import yaml_path as _p
+from gpufleet.config.device_plugin import SharingProfile
+from gpufleet.config.node_pools import NodePool
 from gpufleet.config.stack import StackConfig
-from gpufleet.config.workloads import BatchJob, InferenceService
+from gpufleet.config.workloads import BatchJob, GpuRequest, InferenceService, Workload
 from gpufleet.errors import ConfigIssue
 from gpufleet.nvidia.model_memory.flags import flag_value
 from gpufleet.nvidia.model_memory.vllm import DEFAULT_UTILIZATION
-from gpufleet.nvidia.products import find_product
+from gpufleet.nvidia.products import GpuProduct, find_product
 from gpufleet.nvidia.sharing import CUDA_CONTEXT_FLOOR_MIB, MPS_WORKLOAD_ROOM_MIB, mps_share_mib
 
 
@@ -107,30 +110,38 @@ def _undeclared_mps_clients(cfg: StackConfig) -> list[ConfigIssue]:
     return issues
 
 
-def _time_sliced(cfg: StackConfig, w):
-    """(pool, product, profile) where workload `w` takes time-slices of a GPU; None otherwise."""
+class _TimeSliced(NamedTuple):
+    pool: NodePool
+    product: GpuProduct
+    profile: SharingProfile
+    gpu: GpuRequest
+
+
+def _time_sliced(cfg: StackConfig, w) -> _TimeSliced | None:
+    """(pool, product, profile, the workload's GPU request) where workload `w` takes time-slices of a GPU;
+    None otherwise."""
     gpu = w.gpu
     if gpu is None or gpu.uses_dra() or not gpu.shared or gpu.visible_devices is not None:
         return None
     pool = cfg.pool(w.node_pool)
     profile = cfg.sharing_of_pool(pool) if pool is not None else None
     product = find_product(pool.gpu.product) if pool is not None else None
-    if profile is None or product is None or profile.strategy != "timeSlicing":
+    if pool is None or profile is None or product is None or profile.strategy != "timeSlicing":
         return None
-    return pool, product, profile
+    return _TimeSliced(pool, product, profile, gpu)
 
 
 def _two_slices(cfg: StackConfig) -> list[ConfigIssue]:
     issues = []
     for i, w in enumerate(cfg.workloads):
         found = _time_sliced(cfg, w)
-        if found is None or w.gpu.count < 2 or found[2].effective_fail_requests_greater_than_one():
+        if found is None or found.gpu.count < 2 or found.profile.effective_fail_requests_greater_than_one():
             continue
-        pool = found[0]
-        units = cfg.mig_profiles_of_pool(pool).get(w.gpu.profile, 0) if w.gpu.profile else pool.gpu.count
+        pool, gpu = found.pool, found.gpu
+        units = cfg.mig_profiles_of_pool(pool).get(gpu.profile, 0) if gpu.profile else pool.gpu.count
         how = "are" if units == 1 else "may be"
         issues.append(ConfigIssue(_p("workloads", i, "gpu", "count"), (
-            f"{w.gpu.count} time-sliced GPUs per pod on node pool '{pool.name}': the device plugin hands out "
+            f"{gpu.count} time-sliced GPUs per pod on node pool '{pool.name}': the device plugin hands out "
             f"replicas without regard to which GPU they belong to, so they {how} slices of one GPU and the container "
             "sees fewer GPUs than it asked for (a multi-GPU or tensor-parallel program fails or runs on one); "
             "fix: count 1 per pod, or whole GPUs from a pool without sharing for multi-GPU work")))
@@ -148,21 +159,23 @@ def _unisolated_memory(cfg: StackConfig) -> list[ConfigIssue]:
     """Time-slicing gives no memory isolation; reported only where more slices are taken than the pool has
     devices (so two pods certainly share one) and a workload's memory use is unchecked or a vLLM server's
     reservation cannot fit beside another."""
-    groups: dict[tuple[str, str | None], list[tuple[int, object]]] = {}
+    groups: dict[tuple[str, str | None], list[tuple[int, Workload, GpuRequest]]] = {}
+    pools: dict[str, NodePool] = {}
     for i, w in enumerate(cfg.workloads):
         found = _time_sliced(cfg, w)
         if found is not None:
-            groups.setdefault((found[0].name, w.gpu.profile), []).append((i, w))
+            pools[found.pool.name] = found.pool
+            groups.setdefault((found.pool.name, found.gpu.profile), []).append((i, w, found.gpu))
     issues = []
     for (pool_name, mig), users in groups.items():
-        pool = cfg.pool(pool_name)
+        pool = pools[pool_name]
         devices = (cfg.mig_profiles_of_pool(pool).get(mig, 0) if mig else pool.gpu.count) * pool.node_count()
-        slices = sum(_pods(w) * w.gpu.count for _, w in users)
+        slices = sum(_pods(w) * gpu.count for _, w, gpu in users)
         if devices == 0 or slices <= devices:
             continue
         per_device = math.ceil(slices / devices)
         what = f"MIG {mig} instance" if mig else "GPU"
-        for i, w in users:
+        for i, w, _ in users:
             issues += _memory_issue(i, w, pool_name, what, devices, slices, per_device)
     return issues
 

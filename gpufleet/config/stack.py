@@ -104,8 +104,8 @@ class StackConfig(Model):
             if not group.mig_enabled:
                 continue
             gpus = pool.gpu.count if group.devices == "all" else len(group.devices)
-            for profile, n in group.mig_devices.items():
-                counts[profile] = counts.get(profile, 0) + n * gpus
+            for name, n in group.mig_devices.items():
+                counts[name] = counts.get(name, 0) + n * gpus
         return counts
 
     def sharing_of_pool(self, pool: NodePool):

@@ -81,9 +81,20 @@ def _installed_driver(cfg: StackConfig) -> tuple[str, int, str] | None:
     return version, branch, f"'{version}' (R{branch}{pinned})"
 
 
+def _pinned_release() -> support.OperatorRelease | None:
+    """The support facts of the gpu-operator release gpufleet pins."""
+    pinned = support.operator_version(GPU_OPERATOR_VERSION)
+    return support.release_of(pinned) if pinned is not None else None
+
+
 def _operator_drivers() -> tuple[str, ...]:
-    release = support.release_of(support.operator_version(GPU_OPERATOR_VERSION))
+    release = _pinned_release()
     return release.drivers if release else ()
+
+
+def _older_driver(version: str, than: str) -> bool:
+    have, need = driver_version(version), driver_version(than)
+    return have is not None and need is not None and have < need
 
 
 def _driver_vs_gpus(cfg: StackConfig) -> list[ConfigIssue]:
@@ -100,12 +111,13 @@ def _driver_vs_gpus(cfg: StackConfig) -> list[ConfigIssue]:
         cc = ".".join(map(str, product.compute_capability))
         where = f"node pool '{pool.name}' ({product.key}, {arch.name}, compute capability {cc})"
         if not arch.supports_branch(branch):
+            assert arch.last_driver_branch is not None  # an architecture without a last branch supports every one
             issues.append(ConfigIssue(_DRIVER, (
                 f"{shown} does not drive the GPUs of {where}: R{arch.last_driver_branch} is the last driver branch "
                 f"for {arch.name} (NVIDIA's driver and architecture matrix). The driver pod on those nodes finds no "
                 "GPU it supports and never gets ready, so the toolkit and device plugin stay in Init and the nodes "
                 f"advertise no nvidia.com/gpu; fix: {_older_driver_fix(arch.last_driver_branch)}")))
-        elif product.min_driver and driver_version(version) < driver_version(product.min_driver):
+        elif product.min_driver and _older_driver(version, product.min_driver):
             issues.append(ConfigIssue(_DRIVER, (
                 f"{shown} is older than {product.min_driver}, the first driver gpu-operator's platform support "
                 f"names for the GPUs of {where}; the driver pod finds no GPU it supports and the nodes advertise "
@@ -163,7 +175,7 @@ def _operator_vs_kubernetes(cfg: StackConfig, errors: bool) -> list[ConfigIssue]
         return []
     (major, minor, _), _, shown = cluster
     chart = cfg.operator.chart_version
-    pinned = support.release_of(support.operator_version(GPU_OPERATOR_VERSION))
+    pinned = _pinned_release()
     removal = support.api_removal(operator, (major, minor))
     if removal is not None:
         return [ConfigIssue(_CHART, (

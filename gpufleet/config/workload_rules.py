@@ -4,6 +4,8 @@ that must be secrets."""
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from gpufleet.config._paths import yaml_path as _p
 from gpufleet.config.model import check_model, check_vllm_flags
 from gpufleet.config.stack import SECTION_KEYS
@@ -43,7 +45,7 @@ def check_workload(i: int, w: InferenceService | Notebook | BatchJob) -> list[Co
     return issues
 
 
-def has_service(w) -> bool:
+def has_service(w) -> TypeGuard[InferenceService | Notebook]:
     return isinstance(w, Notebook) or (isinstance(w, InferenceService) and bool(w.ports))
 
 

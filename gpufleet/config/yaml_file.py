@@ -186,7 +186,8 @@ def line_of(root: yaml.MappingNode, path: str) -> int | None:
         return key.start_mark.line + 1
     if not isinstance(config, yaml.MappingNode):
         return None
-    node, rest, line = config, path, None
+    node: yaml.Node = config
+    rest, line = path, None
     while rest:
         if isinstance(node, yaml.SequenceNode) and rest.startswith("["):
             index, _, after = rest[1:].partition("]")
