@@ -154,11 +154,11 @@ def node_gpus(node: Node) -> list[Gpu]:
     if mig_resources and table:
         instances, resource_by_profile = [], {}
         for r in mig_resources:
-            p = table.profiles.get(_profile_of(r))
-            if p is None:
+            found = table.profiles.get(_profile_of(r))
+            if found is None:
                 continue
-            resource_by_profile[p.name] = r
-            instances += [p] * devices(r)
+            resource_by_profile[found.name] = r
+            instances += [found] * devices(r)
         try:
             physical = int(labels.get("nvidia.com/gpu.count", "0") or 0)
         except ValueError:

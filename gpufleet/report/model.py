@@ -19,7 +19,8 @@ from gpufleet.capacity.requests import pod_requests
 from gpufleet.report.devices import GPU, MIG_PREFIX, Gpu, Unit, node_gpus
 from gpufleet.scheduling.filters import pod_terms, static_failure
 from gpufleet.scheduling.manifests import PodWorkload
-from gpufleet.scheduling.result import CheckResult
+from gpufleet.scheduling.result import CheckResult, Unschedulable
+from gpufleet.scheduling.result import Warning as CheckWarning
 
 #: Node labels that name a node's pool, most specific first (managed Kubernetes services, Karpenter).
 POOL_LABELS = ("gpufleet.io/node-pool", "agentpool", "kubernetes.azure.com/agentpool", "cloud.google.com/gke-nodepool",
@@ -226,7 +227,7 @@ def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
     out: dict[str, tuple[str, str, int]] = {}
     for u in result.unschedulable:
         message = u.message
-        reason = u.reason
+        reason: str = u.reason
         if u.refused_by and u.admitted:
             reason = "refused"  # some replicas got in: not the whole workload
             message = (f"{u.pending} of {u.admitted + u.pending} pods refused by {u.refused_by}: {u.message}")
@@ -241,8 +242,9 @@ def _verdicts(result: CheckResult) -> dict[str, tuple[str, str, int]]:
 
 def _blocked(result: CheckResult) -> dict[str, tuple[str, str]]:
     """workload -> (who holds the capacity it needed, the fix), for Pending and warned workloads."""
-    out = {}
-    for entry in [*result.unschedulable, *result.warnings]:
+    out: dict[str, tuple[str, str]] = {}
+    entries: list[Unschedulable | CheckWarning] = [*result.unschedulable, *result.warnings]
+    for entry in entries:
         if entry.blocked is not None:
             out.setdefault(entry.workload, (entry.blocked.summary, entry.blocked.fix))
     return out
@@ -267,16 +269,17 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     def pool_name(node: Node) -> str:
         return (pool_of or {}).get(node.name) or pool_of_node(node)
 
-    by_key = {}
-    for w in workloads:
-        by_key.setdefault(w.key, w)
+    by_key: dict[str, PodWorkload] = {}
+    for workload in workloads:
+        by_key.setdefault(workload.key, workload)
     placed: dict[str, list[tuple[str, int]]] = {}
-    for key, node, n in result.placements:
-        placed.setdefault(key, []).append((node, n))
+    for key, node_name, n in result.placements:
+        placed.setdefault(key, []).append((node_name, n))
     node_by_name = {n.name: n for n in nodes}
     verdicts = _verdicts(result)
     blocked = _blocked(result)
-    drawn = {n.name: dra_gpus[n.name] for n in nodes if n.name in (dra_gpus or {}) and not node_gpus(n)}
+    published = dra_gpus or {}
+    drawn = {n.name: published[n.name] for n in nodes if n.name in published and not node_gpus(n)}
     dra = _dra_devices(result, drawn, dra_claimed)
     views: list[WorkloadView] = []
     for key in dict.fromkeys(result.checked):
@@ -301,22 +304,22 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         elif n_placed < w.replicas:
             verdict = "may pend"  # fits only under another placement: the check's warning says which
         budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
-        pools = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
+        passing = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
         held_by, fix = blocked.get(key, ("", ""))
         bar = _model_bar(w, node_by_name[where[0][0]], requests) if where and request else None
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message,
-                                  pools, held_by, fix, bar))
+                                  passing, held_by, fix, bar))
     running_index = None
+    per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
     if running or RUNNING in dra:
         running_index = len(views)
         views.append(WorkloadView(RUNNING, running_index, len(running), len(running), (), verdict="running"))
-    per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
-    for pod in running:
-        per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
+        for pod in running:
+            per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
     for view in views[:running_index]:
-        for node, n in placed.get(view.key, []):
-            per_node.setdefault(node, []).extend([(view.index, view.gpu_request)] * n)
+        for node_name, n in placed.get(view.key, []):
+            per_node.setdefault(node_name, []).extend([(view.index, view.gpu_request)] * n)
     index_of = {v.key: v.index for v in views}
     pools: dict[str, PoolView] = {}
     rows: dict[tuple, NodeRow] = {}
@@ -339,8 +342,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             row = rows[signature] = NodeRow([], gpus, counts)
             pools.setdefault(pool, PoolView(pool)).rows.append(row)
         row.names.append(node.name)
-    for view in pools.values():  # busiest rows first: where the scheduler put pods is not where nodes are listed
-        view.rows.sort(key=lambda r: -sum(r.pods.values()))
+    for pool_view in pools.values():  # busiest rows first: where the scheduler put pods is not where nodes are listed
+        pool_view.rows.sort(key=lambda r: -sum(r.pods.values()))
     warnings = [(w.workload, w.message) for w in result.warnings]
     return FleetReport(title, list(pools.values()), views, warnings)
 
@@ -352,7 +355,9 @@ def _model_bar(w, node: Node, requests: dict[str, int]) -> ModelBar | None:
     from gpufleet.nvidia.model_memory.verdict import assess
 
     raw = (w.annotations or {}).get(MODEL_ANNOTATION)
-    device = node_device(node, requests) if raw is not None else None
+    if raw is None:
+        return None
+    device = node_device(node, requests)
     if device is None:
         return None
     try:

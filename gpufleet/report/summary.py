@@ -18,27 +18,28 @@ def summary_markdown(report: FleetReport) -> str:
              "| pending workloads |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in report.pools:
-        pending = ", ".join(f"`{_cell(w.key)}`" for w in report.pending_in(p.name)) or "none"
+        waiting = ", ".join(f"`{_cell(w.key)}`" for w in report.pending_in(p.name)) or "none"
         lines.append(f"| {_cell(p.name)} | {p.nodes} | {p.gpus_used} | {p.gpus - p.gpus_used} | {p.mig_slices_used} | "
-                     f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} | {pending} |")
+                     f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} | {waiting} |")
     lines.append("")
     pending = report.not_running
     if pending:
         lines.append(f"**{len(pending)} workload(s) will not run:**")
         lines.append("")
-        for w in pending:
-            lines.append(f"- `{_cell(w.key)}` {w.verdict}, {w.placed} of {w.wanted} pod(s) placed: {_cell(w.message)}")
-            if w.held_by:
-                lines.append(f"  why: {_cell(w.held_by)}; fix: {_cell(w.fix)}")
+        for view in pending:
+            lines.append(f"- `{_cell(view.key)}` {view.verdict}, {view.placed} of {view.wanted} pod(s) placed: "
+                         f"{_cell(view.message)}")
+            if view.held_by:
+                lines.append(f"  why: {_cell(view.held_by)}; fix: {_cell(view.fix)}")
     else:
         lines.append("Every workload is placed.")
     short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None
              and w.expected_mib > w.budget_mib]
     if short:
         lines.append("")
-        for w in short:
-            lines.append(f"- `{_cell(w.key)}` expects {w.expected_mib} MiB of GPU memory; its share gives "
-                         f"{w.budget_mib} MiB")
+        for view in short:
+            lines.append(f"- `{_cell(view.key)}` expects {view.expected_mib} MiB of GPU memory; its share gives "
+                         f"{view.budget_mib} MiB")
     if report.headroom:
         lines += ["", "How many more fit (copies of each shape after the workloads above):", "",
                   "| shape | GPU taint tolerated | instances | range |", "|---|---|---|---|"]
