@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpufleet.capacity.files import CAPACITY_SOURCES
 from gpufleet.capacity.model import Capacity
+from gpufleet.config.stack import StackConfig
 from gpufleet.scheduling import check_workloads
 from gpufleet.scheduling.result import CheckResult
 from policies._common import PACK_DIR, StackRef, load_stack_config, stack_ref
@@ -82,7 +83,7 @@ def load_capacity(config: dict, cfg, ref: StackRef | None) -> Capacity:
     raise CapacityUnavailable(f"unknown capacitySource '{source}'; allowed: {', '.join(SOURCES)}")
 
 
-def plan_capacity(args, config: dict) -> tuple[Capacity, object]:
+def plan_capacity(args, config: dict) -> tuple[Capacity, StackConfig | None]:
     """The capacity a pack run checks against, and the stack config it was planned from (None without one).
     Raises CapacityUnavailable."""
     ref = stack_ref(config, args.resources[0].urn if args.resources else None)

@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi_policy.proxy import UnknownValueError
 
 # Quantities and where pod specs sit are shared with `gpufleet check` (gpufleet.validation).
 from gpufleet.validation.gpu_requests import quantity, shown  # noqa: F401  (re-exported to the policies)
 from gpufleet.validation.workload_policies import POD_SPEC_PATHS as KIND_POD_SPEC_PATHS
+
+if TYPE_CHECKING:  # the pack imports the config models only when a policy reads a stack
+    from gpufleet.config.stack import StackConfig
 
 #: Resource type -> the path from its props to the pod spec (the kinds gpufleet.validation reads manifests of).
 _API_GROUPS = {"Pod": "core/v1", "ReplicationController": "core/v1", "Deployment": "apps/v1",
@@ -88,7 +91,7 @@ def describe(resource_type: str, props: Any, name: str = "") -> str:
     return f"{kind_of(resource_type)} {ns + '/' if ns else ''}{obj}"
 
 
-def each_known(items: Iterable[Any], fn: Callable[[Any], None]) -> list[str]:
+def each_known(items: Iterable[Any], fn: Callable[[Any], object]) -> list[str]:
     """Run fn on every item; an item touching an unknown preview value is skipped. Returns why each was."""
     skipped = []
     for item in items:
@@ -124,7 +127,7 @@ def stack_ref(config: dict | None, urn: str | None = None) -> StackRef | None:
     return StackRef(stack, project)
 
 
-def load_stack_config(ref: StackRef | None):
+def load_stack_config(ref: StackRef | None) -> StackConfig | None:
     """The validated StackConfig of `ref`, or None when there is no such stack file (or it is invalid:
     config errors are `gpufleet validate`'s job; the policies then check the resources alone)."""
     if ref is None:
@@ -138,7 +141,7 @@ def load_stack_config(ref: StackRef | None):
 
 
 @lru_cache(maxsize=16)
-def _load(project_dir: str, stack: str, _mtime: int):
+def _load(project_dir: str, stack: str, _mtime: int) -> StackConfig | None:
     from gpufleet.config.loading import load_stack
     from gpufleet.errors import GpufleetError
 

@@ -34,13 +34,17 @@ def stack_mps_shares(cfg) -> dict[str, tuple[int, str]]:
     for pool in cfg.node_pools:
         profile, product = cfg.sharing_of_pool(pool), find_product(pool.gpu.product)
         name = GPU + SHARED_SUFFIX if profile is not None and profile.rename_by_default else GPU
-        mps = profile is not None and profile.strategy == "mps" and product is not None
-        share = None
-        if mps:
+        share: tuple[int, str] | None = None
+        if profile is not None and profile.strategy == "mps" and product is not None:
             how = f"{product.memory_mib} MiB / {profile.replicas} replicas in node pool '{pool.name}'"
             share = (mps_share_mib(product.memory_mib, profile.replicas), how)
         advertised.setdefault(name, []).append(share)
-    return {name: min(shares) for name, shares in advertised.items() if shares and all(shares)}
+    smallest: dict[str, tuple[int, str]] = {}
+    for name, shares in advertised.items():
+        known = [s for s in shares if s is not None]
+        if shares and len(known) == len(shares):  # every pool advertising the resource runs MPS
+            smallest[name] = min(known)
+    return smallest
 
 
 def validate(args: ResourceValidationArgs, report_violation) -> None:

@@ -64,7 +64,7 @@ def _discovered_distro(args) -> tuple[str | None, str]:
     nodes = discovered_nodes(config)
     if nodes:
         gpu_nodes = [n for n in nodes if _is_gpu_node(n)] or nodes
-        found = {distro_of_node(n) for n in gpu_nodes} - {None}
+        found = {d for n in gpu_nodes if (d := distro_of_node(n)) is not None}
         if len(found) == 1:
             return found.pop(), "the nodes' nodeInfo"
         if len(found) > 1:

@@ -21,7 +21,7 @@ from policies.mig_geometry_valid import mig_parted_documents
 MPS_MAX_REPLICAS = 48  # compute capability >= 7.5 (mps/device.go maxClients); 16 below
 
 
-def _doc(text: Any) -> dict | None:
+def _doc(text: Any) -> Mapping | None:
     if isinstance(text, Mapping):
         return text if text.get("version") == "v1" else None
     if not isinstance(text, str):
