@@ -22,6 +22,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, overload
 
 #: `--kv-cache-dtype` -> bytes per element (vLLM CacheDType); `auto` is the model's compute dtype.
 KV_DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
@@ -63,7 +64,12 @@ def _text(cfg: dict) -> dict:
     return inner if isinstance(inner, dict) else cfg
 
 
+@overload
+def _int(cfg: dict, *keys: str, required: Literal[True] = True) -> int: ...
+@overload
+def _int(cfg: dict, *keys: str, required: Literal[False]) -> int | None: ...
 def _int(cfg: dict, *keys: str, required: bool = True) -> int | None:
+    """The first of `keys` that is set, as a positive integer; None when none is set and it is not required."""
     for key in keys:
         value = cfg.get(key)
         if value is None:

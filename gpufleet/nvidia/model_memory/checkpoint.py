@@ -119,7 +119,8 @@ class _Count:
     """Tensors of a model: (group, where, params, bytes) with where 'model', 'dense', 'moe', 'all' or 'mtp'."""
 
     def __init__(self, scheme: Scheme) -> None:
-        self.scheme, self.rows, self.layers = scheme, [], 1
+        self.scheme, self.layers = scheme, 1
+        self.rows: list[tuple[str, str, int, float]] = []
         #: an ignore list naming single layers (Meta's Llama-3.1-405B-FP8 keeps layers 0 and 125 whole):
         #: a layer's module is then sized layer by layer, and the row carries the mean
         self.per_layer = any(re.search(r"layers\.\d+\.", entry) for entry in scheme.ignore)
@@ -297,7 +298,7 @@ def read_checkpoint(config: dict, index: dict | None = None, *, dtype: str | Non
         c = _Count(replace(scheme, dtype_bytes=nbytes))
         vocab, moe = _decoder(c, t, where, model_type or "")
         if isinstance(config.get("vision_config"), dict):
-            top_type = config.get("model_type") if isinstance(config.get("model_type"), str) else ""
+            top_type = got if isinstance(got := config.get("model_type"), str) else ""
             vision_counted = _vision(c, config["vision_config"], _int(t, "hidden_size", where), top_type)
         counts.append(c)
     stored, loaded = counts

@@ -78,15 +78,15 @@ def _value(flag: _Flag, raw: str):
         return value, None
     if flag.kind in ("float01", "float"):
         try:
-            value = float(raw) if len(raw) <= 32 else None
+            number = float(raw) if len(raw) <= 32 else None
         except ValueError:
-            value = None
-        if value is not None and not math.isfinite(value):
-            value = None
-        if value is None or (flag.kind == "float01" and not 0 < value <= 1) or value < 0 or value > 1e6:
+            number = None
+        if number is not None and not math.isfinite(number):
+            number = None
+        if number is None or (flag.kind == "float01" and not 0 < number <= 1) or number < 0 or number > 1e6:
             allowed = "a number above 0 and at most 1" if flag.kind == "float01" else "a number >= 0"
             return None, f"{flag.names[0]} {raw!r} is not {allowed}"
-        return value, None
+        return number, None
     if flag.kind == "choice":
         if raw not in flag.choices:
             return None, f"{flag.names[0]} {raw!r} is not one of: {', '.join(flag.choices)}"
@@ -121,7 +121,7 @@ def read_flags(argv: list[str] | tuple[str, ...], spelled: dict | None = None,
         if t.problem is not None:
             problems.append(t.problem)
             continue
-        flag = _BY_NAME.get(t.flag)
+        flag = _BY_NAME.get(t.flag) if t.flag is not None else None
         if flag is None:
             continue
         name, inline = t.written, t.inline

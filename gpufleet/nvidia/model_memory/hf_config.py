@@ -26,7 +26,7 @@ def hf_config_facts(doc: dict) -> dict:
     architectures = doc.get("architectures") or []
     arch = architectures[0] if isinstance(architectures, list) and architectures else None
     arch = arch if isinstance(arch, str) else None
-    text = doc.get("text_config") if isinstance(doc.get("text_config"), dict) else doc
+    text = got if isinstance(got := doc.get("text_config"), dict) else doc
     layers = _first(text, "num_hidden_layers", "n_layer", "num_layers")
     heads = _first(text, "num_attention_heads", "n_head")
     hidden = _first(text, "hidden_size", "n_embd", "d_model")

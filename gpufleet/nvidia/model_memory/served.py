@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import Any, TypeGuard
 
 from gpufleet.nvidia.model_memory import vllm
 from gpufleet.nvidia.model_memory.attention import AttentionConfigError, KvLayout, kv_layout
@@ -51,10 +52,11 @@ class ServedModel:
     # --- the manifest annotation (JSON, camelCase-free: it is ours alone) ---------------------------------------
 
     def to_json(self) -> dict:
-        doc = {"engine": vllm.ENGINE, "label": self.label, "weights": self.weights, "kv": asdict(self.kv),
-               "activation": asdict(self.activation) if self.activation else None, "args": asdict(self.args),
-               "maxPosition": self.max_position, "moe": self.moe, "weightsSource": self.weights_source,
-               "activationOverride": self.activation_override}
+        doc: dict[str, Any] = {
+            "engine": vllm.ENGINE, "label": self.label, "weights": self.weights, "kv": asdict(self.kv),
+            "activation": asdict(self.activation) if self.activation else None, "args": asdict(self.args),
+            "maxPosition": self.max_position, "moe": self.moe, "weightsSource": self.weights_source,
+            "activationOverride": self.activation_override}
         doc["kv"]["sliding_layers"] = [list(p) for p in self.kv.sliding_layers]
         return doc
 
@@ -91,7 +93,7 @@ class ServedModel:
         return served
 
 
-def _is_int(value) -> bool:
+def _is_int(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value < 2**62
 
 
@@ -110,7 +112,7 @@ def _typed(doc, where: str, kind) -> dict:
     unknown = sorted(str(k) for k in doc if k not in names)
     if unknown:
         raise ValueError(f"{where} has unknown keys: {', '.join(unknown)}")
-    out = {}
+    out: dict[str, Any] = {}
     for f in dataclasses.fields(kind):
         if f.name not in doc:
             if f.default is dataclasses.MISSING:
@@ -167,7 +169,7 @@ def activation_shape(cfg: dict, tensor_parallel: int = 1) -> vllm.ActivationShap
     """The profiled pass's widths on one GPU from config.json; None when a width is missing."""
     text = _text(cfg)
     hidden, vocab = text.get("hidden_size"), text.get("vocab_size") or cfg.get("vocab_size")
-    if not all(_positive(v) for v in (hidden, vocab)):
+    if not (_positive(hidden) and _positive(vocab)):
         return None
     experts = text.get("num_experts_per_tok") or text.get("num_selected_experts") or text.get("moe_topk")
     moe_width = text.get("moe_intermediate_size")
@@ -183,7 +185,7 @@ def activation_shape(cfg: dict, tensor_parallel: int = 1) -> vllm.ActivationShap
     return vllm.ActivationShape(hidden, math.ceil(width / tensor_parallel), vocab, fanout)
 
 
-def _positive(value) -> bool:
+def _positive(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**40
 
 

@@ -91,7 +91,7 @@ def assess(name: str, served: ServedModel, device: Device) -> Assessment:
     where = device.what
     mml = served.args.max_model_len
     if device.kind == "mps" and device.limit_mib is not None and s.requested > device.limit_mib * MIB:
-        util = _fitting_utilization(served, device)
+        util = _fitting_utilization(served, device, device.limit_mib)
         a.error = (f"{name}vLLM would run out of memory starting{label} on {where}: it reserves "
                    f"{gib(s.requested)} ({gib(s.visible)}, the whole GPU it sees, x --gpu-memory-utilization "
                    f"{served.args.gpu_memory_utilization}), beyond the slice's pinned limit of "
@@ -125,13 +125,14 @@ def assess(name: str, served: ServedModel, device: Device) -> Assessment:
 
 def _start_fixes(served: ServedModel, device: Device, s: Startup) -> list[str]:
     fixes = []
-    if s.refusal.kind == "one_sequence" and s.largest_max_model_len:
+    one_sequence = s.refusal is not None and s.refusal.kind == "one_sequence"
+    if one_sequence and s.largest_max_model_len:
         fixes.append(f"maxModelLen {safe_length(s.largest_max_model_len):,} (vLLM's estimate: "
                      f"{s.largest_max_model_len:,})")
     util = _starting_utilization(served, device)
     if util is not None and device.kind != "mps":
         fixes.append(f"--gpu-memory-utilization {util}")
-    if served.args.kv_cache_memory_bytes is None and s.refusal.kind == "one_sequence":
+    if served.args.kv_cache_memory_bytes is None and one_sequence:
         fp8 = served.kv.bytes_per_token_layer
         if fp8 > 0 and _starts(served, device, kv=True):
             fixes.append("--kv-cache-dtype fp8 (halves the KV cache per token)")
@@ -177,17 +178,18 @@ def _starting_utilization(served: ServedModel, device: Device) -> float | None:
     return None
 
 
-def _fitting_utilization(served: ServedModel, device: Device) -> str | None:
-    """MPS: the largest utilization whose reservation stays inside the pinned limit, with the maxModelLen it
-    then needs if the declared one does not start; None when nothing starts inside the slice."""
-    util = math.floor(device.limit_mib * MIB / device.visible * 100) / 100
+def _fitting_utilization(served: ServedModel, device: Device, limit_mib: int) -> str | None:
+    """MPS: the largest utilization whose reservation stays inside the pinned limit (`limit_mib`, the device's),
+    with the maxModelLen it then needs if the declared one does not start; None when nothing starts inside the
+    slice."""
+    util = math.floor(limit_mib * MIB / device.visible * 100) / 100
     if util <= 0:
         return None
     inside = served.with_args(gpu_memory_utilization=util)
     s = inside.on_device(device.visible, mig=device.mig, a100=device.a100)
     if s.starts:
         return f"--gpu-memory-utilization {util}"
-    if s.refusal.kind == "one_sequence" and s.largest_max_model_len:
+    if s.refusal is not None and s.refusal.kind == "one_sequence" and s.largest_max_model_len:
         length = safe_length(s.largest_max_model_len)
         if _starts(inside.with_args(max_model_len=length), device):
             return f"--gpu-memory-utilization {util} with maxModelLen {length:,}"
