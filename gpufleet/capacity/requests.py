@@ -35,6 +35,8 @@ def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+# V is whatever amount type `read` gives (ints, or the scheduler's own): the ignores below are for an unbounded
+# type variable used with + and >, which every amount type supports.
 def _add(into: dict[str, V], more: Mapping[str, V]) -> None:
     for name, value in more.items():
         into[name] = into[name] + value if name in into else value  # type: ignore[operator]

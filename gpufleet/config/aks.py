@@ -26,7 +26,7 @@ AGENT_POOL_LABEL = "kubernetes.azure.com/agentpool"
 _TAINT = re.compile(r"^(?P<key>[A-Za-z0-9][-A-Za-z0-9_./]*)(=(?P<value>[-A-Za-z0-9_.]*))?:"
                     r"(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$")
 DriverInstaller = Literal["aks", "operator"]
-GpuInstanceProfile = Literal[AKS_MIG_PROFILES]  # type: ignore[valid-type]
+GpuInstanceProfile = Literal[AKS_MIG_PROFILES]  # type: ignore[valid-type]  # the names are data (gpufleet.azure.mig)
 
 
 class ResourceGroup(Model):
