@@ -1,7 +1,7 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
 #   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
-#   make lint    - ruff (rules and line length in pyproject.toml [tool.ruff]) over LINT_PATHS
+#   make lint    - ruff (rules and line length in pyproject.toml [tool.ruff]) over LINT_PATHS, mypy over MYPY_PATHS
 #   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 #   make upstream-charts - fetch NVIDIA's pinned charts into third_party/upstream/ (never committed)
@@ -73,8 +73,18 @@ LINT_PATHS := __main__.py bench components policies provider scripts \
 	tests/admission tests/aks tests/capacity tests/charts tests/cli tests/components tests/config \
 	tests/discovery tests/dra tests/e2e tests/nvidia tests/planning tests/render tests/report tests/upstream \
 	tests/validation
+# mypy (settings in pyproject.toml [tool.mypy]) over the shipped packages except gpufleet/scheduling/, still excluded
+# while it is reorganised: 72 errors in 17 of its files when this was switched on. --follow-imports=silent still
+# reads the modules imported from there, for their types, without reporting their errors. Once scheduling
+# passes, MYPY_PATHS is dropped and `mypy` alone checks what pyproject.toml lists.
+MYPY_PATHS := components policies \
+	gpufleet/__init__.py gpufleet/errors.py gpufleet/exposure.py gpufleet/gc_pause.py gpufleet/inputs.py \
+	gpufleet/k8s_names.py gpufleet/lazy.py gpufleet/outdir.py gpufleet/program.py gpufleet/taints.py \
+	gpufleet/azure gpufleet/capacity gpufleet/charts gpufleet/cli gpufleet/config gpufleet/discovery \
+	gpufleet/nvidia gpufleet/planning gpufleet/render gpufleet/report gpufleet/validation
 lint: setup-dev
 	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/mypy --follow-imports=silent $(MYPY_PATHS)
 
 # The end-to-end tests against a real control plane (README: "End-to-end tests against a real control plane").
 cluster-tools:
