@@ -9,7 +9,7 @@ nodes.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
     hold = _verb(one_node, "holds", "hold")
     summary = f"the {where} it may use {hold} {total} pods of {_names(listed, count)}"
     loose = [b for b in listed if b.elsewhere]
-    unselective = [b for (j, _, _), b in zip(held, listed) if not _selects(workloads[j], PRODUCT)]
+    unselective = [b for (j, _, _), b in zip(held, listed, strict=False) if not _selects(workloads[j], PRODUCT)]
     if loose:
         who = "they" if len(loose) == len(listed) else _names(loose)
         select = _verb(who != "they" and len(loose) == 1, "selects", "select")
@@ -235,7 +235,8 @@ def _selects(w: PodWorkload, key: str) -> bool:
         return True
     required = ((((w.spec.get("affinity") or {}).get("nodeAffinity") or {})
                  .get("requiredDuringSchedulingIgnoredDuringExecution")) or {})
-    return any(e.get("key") == key for t in required.get("nodeSelectorTerms") or () for e in t.get("matchExpressions") or ())
+    terms = required.get("nodeSelectorTerms") or ()
+    return any(e.get("key") == key for t in terms for e in t.get("matchExpressions") or ())
 
 
 def _request(requests: dict[str, int]) -> str:

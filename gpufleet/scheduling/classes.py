@@ -10,7 +10,8 @@ per-node labels are left out unless a workload selects on them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from gpufleet.capacity.model import Node
 from gpufleet.scheduling.framework.runtime import Framework

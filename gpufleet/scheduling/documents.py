@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.capacity.shape import INT32, Shape, pod_spec
 from gpufleet.capacity.dra import DRA_KINDS, dra_errors, pod_claim_errors
+from gpufleet.capacity.shape import INT32, Shape, pod_spec
 from gpufleet.scheduling.manifests import CHECKED_KINDS, EXPECTED_MEMORY_ANNOTATION, TEMPLATES, expected_mib
 from gpufleet.scheduling.reading import Document
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -154,9 +154,9 @@ class _Check:
         running = [p for p in self.running if p.pod_affinity and p.node in self.snapshot.index]
         if not running and not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
             return {}
+        from gpufleet.scheduling.plugins.interpodaffinity import terms_of
         from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints
         from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
-        from gpufleet.scheduling.plugins.interpodaffinity import terms_of
 
         snap = self.snapshot
         snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))

@@ -15,8 +15,12 @@ from gpufleet.capacity.model import Node
 from gpufleet.scheduling.framework.runtime import Framework
 from gpufleet.scheduling.plugins import default_plugins
 from gpufleet.scheduling.plugins.nodeaffinity import REASON as AFFINITY
-from gpufleet.scheduling.plugins.nodeaffinity import (NodeAffinity, matches_node_affinity,
-                                                      node_selector_matches, term_matches)
+from gpufleet.scheduling.plugins.nodeaffinity import (
+    NodeAffinity,
+    matches_node_affinity,
+    node_selector_matches,
+    term_matches,
+)
 from gpufleet.scheduling.plugins.noderesources import TOO_MANY_PODS
 from gpufleet.scheduling.plugins.nodeunschedulable import REASON as UNSCHEDULABLE
 from gpufleet.scheduling.plugins.tainttoleration import TaintToleration, tolerates

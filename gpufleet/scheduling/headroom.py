@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from gpufleet.capacity.dra import DRA_KINDS, Device, DraObjects, dra_objects
 from gpufleet.capacity.model import BoundPod, Node
@@ -29,7 +29,8 @@ from gpufleet.scheduling.manifests import flatten, workload_of
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
 UNBOUNDED = 1_000_000
-#: Seeded runs a headroom answer takes: the median of the check's 3 strays from the real runs (tests/fixtures/oracle-headroom).
+#: Seeded runs a headroom answer takes: the median of the check's 3 strays from the real runs
+#: (tests/fixtures/oracle-headroom).
 HEADROOM_RUNS = 15
 ZONE_LABEL = "topology.kubernetes.io/zone"
 

@@ -8,7 +8,7 @@ is its region and zone label (the deprecated failure-domain.beta labels first), 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from gpufleet.capacity.model import Node
 

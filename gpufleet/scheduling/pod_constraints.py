@@ -20,7 +20,7 @@ class PlacedTerms:
         self._anti: list[tuple[ipa.Term, int]] = []
         self._weighted: list[tuple[ipa.Term, int, int]] = []
 
-    def copy(self) -> "PlacedTerms":
+    def copy(self) -> PlacedTerms:
         twin = PlacedTerms(self.n)
         twin.owners = {k: a.copy() for k, a in self.owners.items()}
         twin._anti, twin._weighted = list(self._anti), list(self._weighted)

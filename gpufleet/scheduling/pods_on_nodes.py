@@ -8,7 +8,7 @@ affinity or topology spread constraints.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class PodsOnNodes:
         self.pods: list[tuple[int, str, dict[str, str]]] = list(pods)
         self._counts: dict[str, tuple[tuple, np.ndarray]] = {}
 
-    def copy(self) -> "PodsOnNodes":
+    def copy(self) -> PodsOnNodes:
         twin = PodsOnNodes(self.n, self.pods)
         twin._counts = {k: (terms, a.copy()) for k, (terms, a) in self._counts.items()}
         return twin

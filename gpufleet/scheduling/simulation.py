@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpufleet.capacity.dra import Device
+from gpufleet.scheduling.filters import has_pod_rules
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.scheduling.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
-from gpufleet.scheduling.filters import has_pod_rules
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Run:
         held = self.occupants.setdefault(node, {})
         held[index] = held.get(index, 0) + 1
 
-    def holders(self, shape: PodShape) -> "Holders":
+    def holders(self, shape: PodShape) -> Holders:
         """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload
         (kept per set of such nodes: shapes with the same static filter results share it)."""
         found = self._holders.get(id(shape.eligible))

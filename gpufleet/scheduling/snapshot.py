@@ -10,7 +10,7 @@ that read the pod and the node alone, once per node class) and its score plugins
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Snapshot:
         self.score_alloc = {r: np.where(self.unknown[r], 0, self.alloc[r]) if r in self.unknown else self.alloc[r]
                             for r in (CPU, MEMORY)}
 
-    def copy(self) -> "Snapshot":
+    def copy(self) -> Snapshot:
         twin = Snapshot.__new__(Snapshot)
         twin.nodes, twin.n, twin.index, twin.alloc = self.nodes, self.n, self.index, self.alloc
         twin.unknown, twin.score_alloc = self.unknown, self.score_alloc

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Sequence
+from collections.abc import Sequence
 
 from gpufleet.capacity.model import Node
 from gpufleet.nvidia.mig_profiles import TABLES, resource_name

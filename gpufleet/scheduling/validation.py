@@ -8,8 +8,14 @@ from __future__ import annotations
 from gpufleet.scheduling.manifests import PodWorkload
 from gpufleet.validation.fields import FieldError, invalid
 from gpufleet.validation.placement import placement_errors
-from gpufleet.validation.resources import (aggregate, is_extended, is_native, overcommit_allowed, spec_errors,
-                                           with_defaulted_requests)
+from gpufleet.validation.resources import (
+    aggregate,
+    is_extended,
+    is_native,
+    overcommit_allowed,
+    spec_errors,
+    with_defaulted_requests,
+)
 
 __all__ = ["aggregate", "is_extended", "is_native", "overcommit_allowed", "rejection", "workload_errors"]
 

@@ -97,7 +97,7 @@ class _Gen:
         self.h100_class = rng.random() < 0.25
         n = rng.choice([1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 5, 6])
         kinds = []
-        for i in range(n):
+        for _ in range(n):
             r = rng.random()
             kinds.append("classic" if r < 0.12 else "cpu" if r < 0.2 else "mig" if r < 0.42 else "gpu")
         if not any(k in ("gpu", "mig") for k in kinds):
@@ -543,7 +543,7 @@ def write(s: dict, directory: Path) -> tuple[Path, Path, Path]:
     """nodes.json, pods.json (kubectl Lists) and manifests.yaml (multi-document) in `directory`."""
     directory = Path(directory)
     paths = directory / "nodes.json", directory / "pods.json", directory / "manifests.yaml"
-    for path, items in zip(paths[:2], (s["nodes"], s["pods"])):
+    for path, items in zip(paths[:2], (s["nodes"], s["pods"]), strict=True):
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=1))
     paths[2].write_text(yaml.safe_dump_all(s["manifests"], sort_keys=False))
     return paths

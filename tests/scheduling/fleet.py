@@ -56,7 +56,7 @@ def node(i: int, total: int) -> dict:
                        "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/mig.strategy": "none"})
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
     if taint:
-        taints.append(dict(zip(("key", "value", "effect"), taint)))
+        taints.append(dict(zip(("key", "value", "effect"), taint, strict=False)))
     spec: dict = {"podCIDR": f"10.{i // 250}.{i % 250}.0/24", "providerID": f"metal://{name}"}
     if taints:
         spec["taints"] = taints
@@ -100,14 +100,16 @@ def _running_pod(name: str, namespace: str, node_name: str, container: dict, pha
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "4711",
                          "creationTimestamp": "2026-11-02T09:00:00Z", "labels": {"app": name.rsplit("-", 1)[0]},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name.rsplit("-", 1)[0],
-                                              "uid": "owner", "controller": True, "blockOwnerDeletion": True}]},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                              "name": name.rsplit("-", 1)[0], "uid": "owner", "controller": True,
+                                              "blockOwnerDeletion": True}]},
             "spec": {"nodeName": node_name, "containers": [container], "restartPolicy": "Always",
                      "serviceAccountName": "default", "schedulerName": "default-scheduler",
                      "tolerations": [{"operator": "Exists"}], "dnsPolicy": "ClusterFirst"},
             "status": {"phase": phase, "hostIP": "10.1.0.1", "podIP": "10.2.0.1", "qosClass": "Burstable",
                        "startTime": "2026-11-02T09:00:00Z",
-                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-02T09:00:05Z"}]}}
+                       "conditions": [{"type": "Ready", "status": "True",
+                                       "lastTransitionTime": "2026-11-02T09:00:05Z"}]}}
 
 
 def pods(nodes: list[dict]) -> list[dict]:
@@ -195,7 +197,7 @@ class Fleet:
     def write(self, directory: Path) -> tuple[Path, Path, Path]:
         """nodes.json and pods.json as kubectl Lists, deployments.yaml as one multi-document YAML."""
         paths = directory / "nodes.json", directory / "pods.json", directory / "deployments.yaml"
-        for path, items in zip(paths[:2], (self.nodes, self.pods)):
+        for path, items in zip(paths[:2], (self.nodes, self.pods), strict=True):
             path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items,
                                         "metadata": {"resourceVersion": ""}}, indent=4))
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

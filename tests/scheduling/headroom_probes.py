@@ -24,7 +24,8 @@ def _pod(limits: dict, cpu: str, memory: str, *, tolerate: bool = True, selector
 PROBES = {
     "gpu1": _pod({"nvidia.com/gpu": 1}, "4", "16Gi"),
     "gpu1-untolerated": _pod({"nvidia.com/gpu": 1}, "4", "16Gi", tolerate=False),
-    "gpu4-h100": _pod({"nvidia.com/gpu": 4}, "16", "64Gi", selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
+    "gpu4-h100": _pod({"nvidia.com/gpu": 4}, "16", "64Gi",
+                      selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
     "gpu8": _pod({"nvidia.com/gpu": 8}, "32", "128Gi"),
     "mig-1g": _pod({"nvidia.com/mig-1g.10gb": 1}, "2", "8Gi"),
     "cpu": _pod({}, "2", "4Gi", tolerate=False),

@@ -9,7 +9,7 @@ def node(name, gpus=0, *, resource="nvidia.com/gpu", labels=None, taints=None, u
         allocatable[resource] = str(gpus)
     spec = {}
     if taints:
-        spec["taints"] = [dict(zip(("key", "value", "effect"), t)) for t in taints]
+        spec["taints"] = [dict(zip(("key", "value", "effect"), t, strict=False)) for t in taints]
     if unschedulable:
         spec["unschedulable"] = True
     return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
@@ -50,7 +50,8 @@ def pod(name, spec=None, namespace=None, node_name=None, phase=None, annotations
 def deployment(name, replicas, spec=None, kind="Deployment", annotations=None, namespace=None):
     template = {"metadata": {"annotations": annotations or {}}, "spec": spec or pod_spec()}
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": {"replicas": replicas, "template": template}}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta,
+            "spec": {"replicas": replicas, "template": template}}
 
 
 def job(name, parallelism, spec=None, completions=None):

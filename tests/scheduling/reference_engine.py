@@ -19,15 +19,14 @@ manifest reader and the result types. Keep its placement logic as it is: it is w
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
-from gpufleet.capacity.quantity import PODS
+from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
 from gpufleet.scheduling.manifests import PodWorkload, workloads_of
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.validation import rejection
@@ -40,14 +39,15 @@ SEARCH_BUDGET = 200_000
 
 
 class ClusterState:
-    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = (), *, _copy: "ClusterState | None" = None):
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[BoundPod] = (), *, _copy: ClusterState | None = None):
         self.nodes = list(nodes)
         if _copy is not None:
             self.free = [dict(f) for f in _copy.free]
             self.pods_free = list(_copy.pods_free)
             return
         self.free = [dict(n.allocatable) for n in self.nodes]
-        self.pods_free: list[int | None] = [None if PODS in n.unknown else n.allocatable.get(PODS, 0) for n in self.nodes]
+        self.pods_free: list[int | None] = [None if PODS in n.unknown else n.allocatable.get(PODS, 0)
+                                            for n in self.nodes]
         index = {n.name: i for i, n in enumerate(self.nodes)}
         for pod in pods:
             i = index.get(pod.node)
@@ -60,7 +60,7 @@ class ClusterState:
             if self.pods_free[i] is not None:
                 self.pods_free[i] -= 1
 
-    def copy(self) -> "ClusterState":
+    def copy(self) -> ClusterState:
         return ClusterState(self.nodes, _copy=self)
 
     def count(self, i: int, request: dict[str, int], cap: int) -> int:
@@ -116,7 +116,8 @@ class _OutOfBudget(Exception):
     pass
 
 
-def can_place_all(state: ClusterState, groups: list[tuple[Sequence[int], dict[int, dict[str, int]], int]]) -> bool | None:
+def can_place_all(state: ClusterState,
+                  groups: list[tuple[Sequence[int], dict[int, dict[str, int]], int]]) -> bool | None:
     """Can every pod of every group (eligible nodes, per-node request, pods) be placed at once?
 
     Exact depth-first search with memoised states; None when the instance is too large to decide.
@@ -126,10 +127,14 @@ def can_place_all(state: ClusterState, groups: list[tuple[Sequence[int], dict[in
         return None
     resources = sorted({r for _, reqs, _ in groups for req in reqs.values() for r in req})
     big = 1 << 62
-    free = {i: [state.free[i].get(r, 0) for r in resources] + [big if state.pods_free[i] is None else state.pods_free[i]]
+    free = {i: [state.free[i].get(r, 0) for r in resources]
+            + [big if state.pods_free[i] is None else state.pods_free[i]]
             for i in nodes}
     pods = []  # (group, eligible, {node: vector})
-    for g, (eligible, reqs, n) in sorted(enumerate(groups), key=lambda e: -sum(next(iter(e[1][1].values()), {}).values())):
+    def demand(e):
+        return -sum(next(iter(e[1][1].values()), {}).values())
+
+    for g, (eligible, reqs, n) in sorted(enumerate(groups), key=demand):
         vecs = {i: [reqs[i].get(r, 0) for r in resources] + [1] for i in eligible}
         pods += [(g, list(eligible), vecs)] * n
     seen: set = set()
@@ -149,7 +154,7 @@ def can_place_all(state: ClusterState, groups: list[tuple[Sequence[int], dict[in
             if pos < start:
                 continue
             have, want = free[i], vecs[i]
-            if all(h >= w for h, w in zip(have, want)):
+            if all(h >= w for h, w in zip(have, want, strict=False)):
                 for j, w in enumerate(want):
                     have[j] -= w
                 same = k + 1 < len(pods) and pods[k + 1][0] == g

@@ -70,7 +70,8 @@ def test_blockers_that_could_run_elsewhere_are_told_to_keep_off(tmp_path):
     assert b.fix.startswith("keep them off these nodes: give them a nodeSelector")
     # The text output carries the same, under the scheduler's message.
     assert run.returncode in (0, 1), run.stderr
-    assert "why: the 75 NVIDIA-L4 nodes it may use hold" in run.stdout and "fix: keep them off these nodes" in run.stdout
+    assert "why: the 75 NVIDIA-L4 nodes it may use hold" in run.stdout
+    assert "fix: keep them off these nodes" in run.stdout
 
 
 def test_a_pod_larger_than_any_node_is_told_to_ask_for_less():

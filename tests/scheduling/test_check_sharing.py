@@ -82,7 +82,8 @@ EXPRESSIONS = [
 DEVICES = [
     {"productName": {"string": "NVIDIA H100"}, "index": {"int": 0}, "type": {"string": "gpu"}, "uuid": {"string": "a"}},
     {"productName": {"string": "NVIDIA H100"}, "index": {"int": 3}, "type": {"string": "gpu"}, "uuid": {"string": "b"}},
-    {"productName": {"string": "NVIDIA A100"}, "index": {"int": 0}, "type": {"string": "mig"}, "profile": {"string": "1g"}},
+    {"productName": {"string": "NVIDIA A100"}, "index": {"int": 0}, "type": {"string": "mig"},
+     "profile": {"string": "1g"}},
     {"gpu.nvidia.com/productName": {"string": "NVIDIA H100"}, "index": {"int": 1}},
 ]
 

@@ -34,7 +34,8 @@ TAINTS = [("nvidia.com/gpu", "present", "NoSchedule"), ("dedicated", "train", "N
 @st.composite
 def nodes(draw):
     shapes = draw(st.lists(st.tuples(st.sampled_from([2, 4, 1, 0]), st.sampled_from(["16", "8", "4"]),
-                                     st.sampled_from(PRODUCTS), st.lists(st.sampled_from(TAINTS), max_size=2, unique=True),
+                                     st.sampled_from(PRODUCTS),
+                                     st.lists(st.sampled_from(TAINTS), max_size=2, unique=True),
                                      st.sampled_from([False, False, False, True]), st.sampled_from(["110", "3"])),
                            min_size=1, max_size=3))
     count = draw(st.integers(2, 7))

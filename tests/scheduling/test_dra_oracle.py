@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -40,7 +40,7 @@ def real_pending(run: dict) -> set[str]:
     return {w for w, r in run.items() if r["pending"] > 0 and r.get("reason") != "other-scheduler"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def outcome(seed: int) -> dict:
     """The comparison of gpufleet with the recorded runs for one seed."""
     entry = ENTRIES[seed]

@@ -1,7 +1,7 @@
 import pytest
 
 from gpufleet.scheduling import check_workloads
-from tests.scheduling.kube import container, deployment, gpu_container, node, pod, pod_spec
+from tests.scheduling.kube import container, gpu_container, node, pod, pod_spec
 
 
 def pending_message(nodes, manifest, running=(), **kw):
@@ -107,7 +107,8 @@ def test_cordoned_node_is_reported_unschedulable_before_its_taints():
 
 def test_cordoned_node_accepts_pod_tolerating_the_unschedulable_taint():
     tol = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
-    assert check_workloads([node("n", 1, unschedulable=True)], [], [pod("p", pod_spec(gpu_container(1), tolerations=tol))]).fits
+    tolerating = pod("p", pod_spec(gpu_container(1), tolerations=tol))
+    assert check_workloads([node("n", 1, unschedulable=True)], [], [tolerating]).fits
 
 
 def test_node_selector_mismatch_is_reported_as_affinity():
@@ -151,6 +152,8 @@ def test_affinity_terms_are_ored():
 
 def test_message_histogram_is_sorted_as_strings_over_all_nodes():
     spec = pod_spec(gpu_container(2), nodeSelector={"kubernetes.io/hostname": "x"})
-    msg = pending_message([node("a", 1), node("b", 0, taints=[("k", "v", "NoSchedule")]), node("c", 1, unschedulable=True), node("f", 1, labels={"kubernetes.io/hostname": "x"})], pod("p", spec))
+    nodes = [node("a", 1), node("b", 0, taints=[("k", "v", "NoSchedule")]), node("c", 1, unschedulable=True),
+             node("f", 1, labels={"kubernetes.io/hostname": "x"})]
+    msg = pending_message(nodes, pod("p", spec))
     assert msg == ("0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node "
                    "affinity/selector, 1 node(s) had untolerated taint {k: v}, 1 node(s) were unschedulable.")

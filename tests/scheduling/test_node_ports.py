@@ -62,7 +62,8 @@ def test_ports_clash_on_protocol_and_port_where_the_addresses_overlap(first, sec
 
 
 def test_a_sidecars_port_is_held_and_an_init_containers_is_not():
-    sidecar = {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always", "ports": [{"containerPort": 1, "hostPort": 70}]}
+    sidecar = {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always",
+               "ports": [{"containerPort": 1, "hostPort": 70}]}
     init = {"name": "setup", "image": "busybox:1", "ports": [{"containerPort": 1, "hostPort": 70}]}
     taker = pod("taker", pod_spec(_with_port(70)))
     assert not check_workloads([node("a")], [], [pod("s", pod_spec(container(), initContainers=[sidecar])),
@@ -111,8 +112,9 @@ def test_a_running_pods_required_anti_affinity_keeps_matching_pods_out_of_its_do
 
 
 def test_a_running_pods_preferred_anti_affinity_moves_matching_pods_away():
-    prefer = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
-        "labelSelector": {"matchLabels": {"app": "new"}}, "topologyKey": "kubernetes.io/hostname"}}]}}
+    term = {"labelSelector": {"matchLabels": {"app": "new"}}, "topologyKey": "kubernetes.io/hostname"}
+    prefer = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}]}}
     busy = pod("busy", pod_spec(container(requests={"cpu": "7"})), node_name="b", phase="Running")
     new = _labelled(deployment("new", 3, pod_spec(container(requests={"cpu": "100m"}))), {"app": "new"})
     # without the term the emptier node a wins; with it (the real scheduler: all three on b) they move to b

@@ -2,10 +2,11 @@
 
 Each fixture in tests/fixtures/oracle/ holds a fleet's generator parameters (tests/scheduling/oracle_fleets.py
 rebuilds it exactly; the digest of the files the runs were made on is checked) and three to five runs of the
-real scheduler (in-process over a fake clientset, default profile) on it, to know its own spread: per workload, pods scheduled and pending
-and the FailedScheduling message. The fixtures were recorded with scripts/record_oracle.py; the suite never
-runs the scheduler itself. The `ho-*` fleets (new seeds and oversubscriptions in every shape) were recorded
-after the engine was written and never tuned to: held out, kept here as they came.
+real scheduler (in-process over a fake clientset, default profile) on it, to know its own spread: per workload,
+pods scheduled and pending and the FailedScheduling message. The fixtures were recorded with
+scripts/record_oracle.py; the suite never runs the scheduler itself. The `ho-*` fleets (new seeds and
+oversubscriptions in every shape) were recorded after the engine was written and never tuned to: held out, kept
+here as they came.
 
 Per fleet, the issue's criteria: no false Pending (gpufleet Pending while every real run places the workload),
 no silent miss (pending in every real run, yet neither Pending nor warned), gpufleet's Pending set within the

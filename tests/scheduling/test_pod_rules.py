@@ -69,7 +69,8 @@ def test_pod_affinity_follows_a_running_pod_into_its_zone():
 
 def test_an_earlier_workloads_anti_affinity_keeps_later_pods_out_of_its_zones():
     # Real: e's two pods take two zones; f's four pods fit only in the third.
-    e = _dep("e", 2, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("f", ZONE)]}})
+    apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("f", ZONE)]}}
+    e = _dep("e", 2, affinity=apart)
     result = check_workloads(NODES, [], [e, _dep("f", 4)])
     zones_e = {int(n[1:]) % 3 for n in _placed(result, "Deployment/default/e")}
     zones_f = {int(n[1:]) % 3 for n in _placed(result, "Deployment/default/f")}

@@ -31,7 +31,8 @@ def test_pod_template_is_not_defaulted_so_only_the_limit_is_reported():
 
 def test_negative_replicas_are_rejected_in_api_server_words():
     u = only(verdict(deployment("d", -1)))
-    assert u.message == 'Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
+    assert u.message == ('Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1: '
+                         'must be greater than or equal to 0')
 
 
 def test_fractional_gpu_overhead_is_rejected():

@@ -138,7 +138,8 @@ def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, foun
                quotas: QuotaState | None, result: Admission) -> PodWorkload:
     from gpufleet.scheduling.admission.limitrange import aggregate, inject_defaults, violations
     from gpufleet.scheduling.admission.priority import resolve
-    from gpufleet.validation.resources import aggregate as field_aggregate, spec_errors
+    from gpufleet.validation.resources import aggregate as field_aggregate
+    from gpufleet.validation.resources import spec_errors
 
     spec = with_defaulted_requests(w.spec)
     defaulted = inject_defaults(spec, ranges)

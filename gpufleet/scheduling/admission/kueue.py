@@ -40,7 +40,9 @@ from typing import Any
 
 from gpufleet.scheduling.admission.pods import pod_request_quantities, quantities
 from gpufleet.scheduling.admission.quantities import Q, quantity_string
-from gpufleet.scheduling.pods_on_nodes import selector_matches  # metav1.LabelSelector; null selects nothing, as Kueue's namespaceSelector
+from gpufleet.scheduling.pods_on_nodes import (
+    selector_matches,  # metav1.LabelSelector; null selects nothing, as Kueue's namespaceSelector
+)
 from gpufleet.taints import tolerates_taint
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

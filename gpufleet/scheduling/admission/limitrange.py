@@ -24,8 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpufleet.scheduling.admission.model import Defaulted
-from gpufleet.scheduling.admission.pods import containers, pod_limit_quantities, pod_request_quantities, \
-    quantities, requests_limits
+from gpufleet.scheduling.admission.pods import (
+    containers,
+    pod_limit_quantities,
+    pod_request_quantities,
+    quantities,
+    requests_limits,
+)
 from gpufleet.scheduling.admission.quantities import Q
 
 CONTAINER, POD = "Container", "Pod"

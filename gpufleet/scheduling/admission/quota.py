@@ -22,9 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpufleet.scheduling.admission.pods import containers, is_best_effort, pod_limit_quantities, \
-    pod_request_quantities, quantities, requests_limits
-from gpufleet.scheduling.admission.quantities import Q, ZERO
+from gpufleet.scheduling.admission.pods import (
+    containers,
+    is_best_effort,
+    pod_limit_quantities,
+    pod_request_quantities,
+    quantities,
+    requests_limits,
+)
+from gpufleet.scheduling.admission.quantities import ZERO, Q
 from gpufleet.validation.resources import is_extended, is_native
 
 #: podResources: the items the pod evaluator counts by exact name.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate, projection, reads
 from gpufleet.capacity.dra import Device
+from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate, projection, reads
 from gpufleet.scheduling.dra.pools import Pool
 
 CLAIM_LIMIT = 32
@@ -352,7 +352,8 @@ class Allocator:
                 except FilterError:
                     positions.append(pos)
                     failing.add(pos)
-            found = self._candidates[key] = (positions, frozenset(failing), self.pools)  # holds the pools: the id stays theirs
+            # holds the pools: the id stays theirs
+            found = self._candidates[key] = (positions, frozenset(failing), self.pools)
         return found[0], found[1]
 
     def _all_pools_usable(self, claim: Claim, alt: Alternative) -> None:

@@ -8,20 +8,20 @@ check, are in use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
+from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.scheduling.dra.allocator import Allocator, Claim, FilterError, OutOfBudget, missing_class
-from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.scheduling.dra.counting import Table, countable, counted
 from gpufleet.scheduling.dra.descent import passes
-from gpufleet.scheduling.dra.refuting import outcomes
 from gpufleet.scheduling.dra.likeness import Looks, relevance
 from gpufleet.scheduling.dra.pools import Pool, node_pools
+from gpufleet.scheduling.dra.refuting import outcomes
 from gpufleet.scheduling.filters import node_selector_matches
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -104,7 +104,7 @@ class DraState:
         self.explaining = None
         """What explanations of Pending pods share (.unmatched.Explaining), kept across a check's pods."""
 
-    def copy(self) -> "DraState":
+    def copy(self) -> DraState:
         twin = DraState.__new__(DraState)
         twin.objects, twin.in_use, twin._pools = self.objects, set(self.in_use), self._pools
         twin._selected, twin._activations, twin._outcomes = self._selected, self._activations, self._outcomes
@@ -182,7 +182,7 @@ class DraState:
             self._free = np.array([k not in self.in_use for k in self.table().keys], dtype=bool)
         return self._free
 
-    def tried(self, needs: Needs) -> "NodeOutcomes":
+    def tried(self, needs: Needs) -> NodeOutcomes:
         """The filter's outcome per node for a pod with these needs."""
         key = tuple(self._signature(c.spec) for c, _ in needs.allocate)
         verdicts = self._verdicts.pop(key, None)
@@ -222,7 +222,8 @@ class DraState:
                 spec_ = self.objects.templates.get((namespace, template))
                 if spec_ is None:
                     needs.gated = (f'pod "{namespace}/{pod}": ResourceClaim not created yet (the resourceclaim '
-                                   f'controller reports FailedResourceClaimCreation: PodResourceClaim {pc.get("name")}: '
+                                   'controller reports FailedResourceClaimCreation: '
+                                   f'PodResourceClaim {pc.get("name")}: '
                                    f'resource claim template "{template}": resourceclaimtemplate.resource.k8s.io '
                                    f'"{template}" not found); the pod waits without a scheduling attempt')
                     return needs
@@ -268,11 +269,12 @@ class DraState:
             return TIMED_OUT
         return CANNOT_ALLOCATE if found is None else found
 
-    def commit(self, node: Node, needs: Needs, result: list[list[tuple[str, Device]]]) -> tuple[list[Device], list[Device]]:
+    def commit(self, node: Node, needs: Needs,
+               result: list[list[tuple[str, Device]]]) -> tuple[list[Device], list[Device]]:
         """Record a pod placed on `node`: (the devices it uses, those newly allocated to it)."""
         pools = {(p.driver, p.name): p for p in self._pools.get(node.name) or ()}
         used: list[Device] = []
-        for (claim, key), picked in zip(needs.allocate, result):
+        for (_claim, key), picked in zip(needs.allocate, result, strict=True):
             devices = [d for _, d in picked]
             used += devices
             self.in_use |= {d.key for d in devices}
@@ -300,7 +302,7 @@ class NodeOutcomes:
     REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
     _UNKNOWN = -2
 
-    def __init__(self, state: DraState, needs: Needs, verdicts: "Verdicts"):
+    def __init__(self, state: DraState, needs: Needs, verdicts: Verdicts):
         self.state, self.needs, self.verdicts = state, needs, verdicts
         self.looks = state.looks(verdicts.what) if needs.allocate else None
         self.alts = countable(needs)
@@ -404,7 +406,7 @@ class Verdicts:
         self.code = np.zeros(0, dtype=np.int8)
         self.picked: dict[int, list[list[tuple[str, int]]]] = {}
 
-    def sized(self, size: int) -> "Verdicts":
+    def sized(self, size: int) -> Verdicts:
         if size > len(self.code):
             grown = np.full(max(size, 2 * len(self.code)), NodeOutcomes._UNKNOWN, dtype=np.int8)
             grown[:len(self.code)] = self.code
@@ -429,7 +431,7 @@ class Verdicts:
         return code
 
 
-def release_unreserved(state: "DraState", needs: Needs) -> bool:
+def release_unreserved(state: DraState, needs: Needs) -> bool:
     """The plugin's PostFilter after a pod with claims found no node: an allocated claim that was not
     available on some node and is reserved for nobody is deallocated (its devices free for later pods).
     One claim per failed attempt; True when one was."""

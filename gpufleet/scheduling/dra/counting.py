@@ -17,11 +17,19 @@ from __future__ import annotations
 import numpy as np
 
 from gpufleet.scheduling.dra import allocator
+from gpufleet.scheduling.dra.allocator import (
+    CLAIM_LIMIT,
+    Allocator,
+    Alternative,
+    FilterError,
+    _lookup,
+    alternatives,
+    claim_limit_error,
+    constraints_on,
+    late_all,
+    requests_of,
+)
 from gpufleet.scheduling.dra.cel import CelError, reads
-from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, Allocator, Alternative, FilterError, _lookup,
-                                               alternatives, claim_limit_error, constraints_on, late_all,
-                                               requests_of)
-
 
 #: Per device of a node: the selectors pass, reject, or fail on it.
 PASS, REJECT, ERROR = 1, 0, 2
@@ -110,7 +118,7 @@ class Table:
             ids: dict = {}
             out = np.zeros(len(self.keys), dtype=np.int64)
             fields = self._fields() if isinstance(path, tuple) and path else None
-            for i, (device, dkey) in enumerate(zip(self.devices, self.keys)):
+            for i, (device, dkey) in enumerate(zip(self.devices, self.keys, strict=True)):
                 if path is None:
                     seen = dkey
                 elif path == ():
@@ -180,7 +188,7 @@ class Table:
         if self._written is None:
             by_device: dict[tuple, dict] = {}
             self._written = []
-            for device, dkey in zip(self.devices, self.keys):
+            for device, dkey in zip(self.devices, self.keys, strict=True):
                 found = by_device.get(dkey)
                 if found is None:
                     found = by_device[dkey] = {}

@@ -21,8 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpufleet.scheduling.dra import allocator
-from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on,
-                                               requests_of)
+from gpufleet.scheduling.dra.allocator import CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on, requests_of
 from gpufleet.scheduling.dra.counting import ERROR, PASS, Table
 from gpufleet.scheduling.dra.refuting import PARTIAL, USABLE_MAX
 

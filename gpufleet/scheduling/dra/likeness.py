@@ -19,7 +19,6 @@ from gpufleet.scheduling.dra.allocator import Claim, alternatives, requests_of
 from gpufleet.scheduling.dra.cel import reads
 from gpufleet.scheduling.dra.counting import rows
 
-
 #: Stale nodes looked up one by one; more are grouped first.
 _FEW = 32
 
@@ -71,7 +70,8 @@ class Looks:
         bits = self.state.free_bits(stale)
         ids = self.ids
         if len(stale) <= _FEW:
-            self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in zip(self.fixed[stale].tolist(), bits.tolist())]
+            pairs = zip(self.fixed[stale].tolist(), bits.tolist(), strict=True)
+            self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in pairs]
         else:
             pairs = np.stack((self.fixed[stale], bits), axis=1)
             inverse = rows(pairs)

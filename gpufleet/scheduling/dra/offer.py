@@ -10,8 +10,8 @@ selector that fails on a device (a CEL error) does not pass it. CEL loads only w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.capacity.model import Node
@@ -38,8 +38,14 @@ class Selectors:
         return found
 
     def _outcome(self, expression: str, device: Device) -> bool | str:
-        from gpufleet.scheduling.dra.cel import (CelError, compile_selector, device_activation, evaluate,
-                                                 projection, reads)
+        from gpufleet.scheduling.dra.cel import (
+            CelError,
+            compile_selector,
+            device_activation,
+            evaluate,
+            projection,
+            reads,
+        )
 
         try:
             activation = self._activations.get(device.key)
@@ -132,7 +138,7 @@ def offered(objects: DraObjects, nodes: Sequence[Node], selectors: Selectors | N
     for class_name in sorted(objects.classes):
         expressions = class_expressions(objects, class_name)
         picked: dict[tuple, list[tuple[str, tuple]]] = {}
-        for node, reached in zip(nodes, devices):
+        for node, reached in zip(nodes, devices, strict=True):
             for device in reached:
                 if selectors.passes(expressions, device):
                     kind = kind_of(device)

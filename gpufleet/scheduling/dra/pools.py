@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufleet.capacity.model import Node
 from gpufleet.capacity.dra import Device
+from gpufleet.capacity.model import Node
 from gpufleet.scheduling.filters import node_selector_matches
 
 

@@ -29,8 +29,14 @@ from math import comb
 import numpy as np
 
 from gpufleet.scheduling.dra import allocator
-from gpufleet.scheduling.dra.allocator import (CLAIM_LIMIT, alternatives, claim_limit_error, constraints_on,
-                                               late_all, requests_of)
+from gpufleet.scheduling.dra.allocator import (
+    CLAIM_LIMIT,
+    alternatives,
+    claim_limit_error,
+    constraints_on,
+    late_all,
+    requests_of,
+)
 from gpufleet.scheduling.dra.counting import ERROR, PASS, Table
 
 #: Subsets of slots tried for Hall's condition: at most 2^_HALL_SLOTS - 1.

@@ -79,7 +79,7 @@ def unmatched(state, namespace: str, pod: str, spec: dict, positions: np.ndarray
         state.explaining = Explaining(state)
     known = state.explaining
     where = f"the {len(positions)} node{'s' if len(positions) != 1 else ''} it may use"
-    for (claim, _), name in zip(needs.allocate, _claim_names(state, namespace, spec)):
+    for (claim, _), name in zip(needs.allocate, _claim_names(state, namespace, spec), strict=False):
         for request in requests_of(claim):
             alts = alternatives(request)
             if not alts or any(known.fits_somewhere(claim, alt, positions) for alt in alts):

@@ -14,7 +14,8 @@ NodeResourcesFit names each resource it lacks).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

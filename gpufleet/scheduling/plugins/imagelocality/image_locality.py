@@ -8,7 +8,7 @@ normalised. Nodes that publish no status.images score 0, as do all nodes for a p
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -13,7 +13,8 @@ not split the fleet into one class per node.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,8 @@ def preferred_terms(spec: dict) -> list[tuple[int, dict]] | None:
     """(weight, preference) of each usable preferred term; None when the pod has none (the plugin skips)."""
     affinity = spec.get("affinity") or {}
     node_affinity = affinity.get("nodeAffinity") or {} if isinstance(affinity, dict) else {}
-    terms = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") if isinstance(node_affinity, dict) else None
+    terms = (node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+             if isinstance(node_affinity, dict) else None)
     if not terms:
         return None
     out = []

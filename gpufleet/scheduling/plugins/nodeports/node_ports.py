@@ -24,7 +24,7 @@ class UsedPorts:
         self.n = n
         self.held: dict[tuple[str, int], dict[str, np.ndarray]] = {}
 
-    def copy(self) -> "UsedPorts":
+    def copy(self) -> UsedPorts:
         twin = UsedPorts(self.n)
         twin.held = {k: {ip: a.copy() for ip, a in by_ip.items()} for k, by_ip in self.held.items()}
         return twin

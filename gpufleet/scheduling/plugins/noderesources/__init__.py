@@ -1,8 +1,10 @@
 """NodeResourcesFit and NodeResourcesBalancedAllocation (pkg/scheduler/framework/plugins/noderesources)."""
 
-from gpufleet.scheduling.plugins.noderesources.balanced_allocation import (BalancedAllocation,
+from gpufleet.scheduling.plugins.noderesources.balanced_allocation import (
+                                                                          BalancedAllocation,
                                                                           balanced_allocation,
-                                                                          balanced_allocation_one)
+                                                                          balanced_allocation_one,
+)
 from gpufleet.scheduling.plugins.noderesources.fit import TOO_MANY_PODS, Fit
 from gpufleet.scheduling.plugins.noderesources.least_allocated import least_allocated, least_allocated_one
 

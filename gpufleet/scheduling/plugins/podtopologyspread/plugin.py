@@ -48,8 +48,8 @@ def constraints(spec: dict, labels: dict[str, str], when: str) -> list[Constrain
         selector = c.get("labelSelector")
         keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
         if selector is not None and keys:
-            selector = {**selector, "matchExpressions": [*(selector.get("matchExpressions") or ()),
-                                                         *({"key": k, "operator": "In", "values": [labels[k]]} for k in keys)]}
+            pinned = ({"key": k, "operator": "In", "values": [labels[k]]} for k in keys)
+            selector = {**selector, "matchExpressions": [*(selector.get("matchExpressions") or ()), *pinned]}
         out.append(Constraint(int(c.get("maxSkew") or 1), str(c.get("topologyKey") or ""), selector,
                               int(c.get("minDomains") or 1), selector_matches(selector, labels)))
     return out

@@ -9,7 +9,7 @@ check enables it (it mutates the pod before the scheduler sees it).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
