@@ -186,8 +186,9 @@ def _unmatched_labels(w: PodWorkload, nodes: Sequence[Node]) -> Blocked | None:
     import difflib
 
     wanted = [(k, [str(v)]) for k, v in (w.spec.get("nodeSelector") or {}).items()]
-    required = ((((w.spec.get("affinity") or {}).get("nodeAffinity") or {})
-                 .get("requiredDuringSchedulingIgnoredDuringExecution")) or {}).get("nodeSelectorTerms") or ()
+    node_affinity = (w.spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required_selector = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    required: Sequence[dict] = required_selector.get("nodeSelectorTerms") or ()
     if len(required) == 1:  # with several terms (ORed) no single one is required
         wanted += [(e.get("key"), [str(v) for v in e.get("values") or ()])
                    for e in required[0].get("matchExpressions") or () if e.get("operator") == "In"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.simulation import Run, Simulation
 from gpufleet.scheduling.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.validation import rejection
+
+if TYPE_CHECKING:  # imported where used: CEL loads only for pods with claims
+    from gpufleet.scheduling.dra.claims import DraState
 
 DEFAULT_SCHEDULER = "default-scheduler"
 #: How many tie-break outcomes are tried when ties could change an outcome; below SMALL_FLEET nodes, where a
@@ -97,13 +101,15 @@ class _Check:
         self.class_of = np.array(self.classes.of, dtype=np.int64)
         self.images = ImageStates(ordered)
         self.result = CheckResult()
-        self.dra_base = None
+        self.dra_base: DraState | None = None
         self.admission: Admission | None = None
         self._shapes: dict[str, PodShape] = {}
         self.shapes: dict[int, PodShape] = {}
 
     def run(self, tie_runs: int) -> None:
-        result, shapes, early = self.result, {}, {}
+        result = self.result
+        shapes: dict[int, PodShape] = {}
+        early: dict[int, Unschedulable | Warning] = {}  # answered before any placement
         for index, w in enumerate(self.workloads):
             result.checked.append(w.key)
             try:
@@ -135,7 +141,10 @@ class _Check:
             result.warnings += warned.pop(key, [])
             if index in early:
                 entry = early[index]
-                (result.unschedulable if isinstance(entry, Unschedulable) else result.warnings).append(entry)
+                if isinstance(entry, Unschedulable):
+                    result.unschedulable.append(entry)
+                else:
+                    result.warnings.append(entry)
             elif index in shapes:
                 try:
                     self._verdict(index, shapes[index], runs)
@@ -237,6 +246,8 @@ class _Check:
             return False
         eligible = [self.nodes[i] for i in np.flatnonzero(shape.eligible)]
         verdict = check_manifest_model(w.key, w.annotations, eligible, shape.requests, container_argv(w.spec))
+        if verdict is None:  # no model declared (the annotation is there, so not reached)
+            return False
         result = self.result
         result.warnings += [Warning(w.key, m, reason="model") for m in verdict.warnings]
         if verdict.error is not None:

@@ -65,7 +65,8 @@ def static_failure(node: Node, terms: PodTerms) -> str | None:
 
 def has_pod_rules(spec: dict) -> bool:
     """Whether where the pod may go depends on other pods: topology spread or pod (anti-)affinity."""
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    affinity = spec.get("affinity")
+    affinity = affinity if isinstance(affinity, dict) else {}
     return bool(spec.get("topologySpreadConstraints") or affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
 
 

@@ -67,15 +67,18 @@ def probe_pod(obj: dict) -> tuple[str, dict, dict]:
         raise InputError(f"the probe is a {obj.get('kind')!r}; expected a Pod, or a Deployment, ReplicaSet, "
                          "StatefulSet, Job or CronJob whose pod template is the probe")
     if obj.get("kind") == "Pod":
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
     else:
         template = _template(obj)
-        meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+        meta = template.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
     return w.namespace, {k: v for k, v in meta.items() if k in ("labels", "annotations")}, w.spec
 
 
 def _template(obj: dict) -> dict:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
     if obj.get("kind") == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec") or {}) if isinstance(spec.get("jobTemplate"), dict) \
             else {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gpufleet.capacity.memory_budget import MemoryProblem
 
@@ -81,7 +81,7 @@ class Warning:
     """`model`: the engine starts the workload's model but holds fewer full-length requests than asked."""
 
     def to_json(self) -> dict:
-        out = {"workload": self.workload, "message": self.message}
+        out: dict[str, Any] = {"workload": self.workload, "message": self.message}
         if self.reason:
             out["reason"] = self.reason
         if self.blocked is not None:

@@ -91,7 +91,7 @@ class Holders:
 
     def before(self, index: int, limit: int) -> list[tuple[int, int, int]]:
         """(workload, pods, nodes) of the workloads before `index` with pods there, the largest first."""
-        out = []
+        out: list[tuple[int, int, int]] = []
         for j in self.ranked:
             if len(out) == limit:
                 break
@@ -139,7 +139,9 @@ class Simulation:
                     run.decisive_ties += 1
 
             pod = self.constraints.get(index)
-            if pod is not None and (has_pod_rules(w.spec) or snap.placed.concern(w.namespace, w.labels)):
+            # the snapshot keeps the placed pods' terms whenever a pod has constraints
+            if pod is not None and (has_pod_rules(w.spec) or (snap.placed is not None
+                                                              and snap.placed.concern(w.namespace, w.labels))):
                 out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
             elif id(shape) in failed_before:
                 # Capacity only shrinks during a check: a pod that fitted nowhere still fits nowhere (and the
@@ -173,6 +175,8 @@ class Simulation:
                     start: int, rng, run: Run) -> tuple[list[int], Cycle | None, int]:
         """Pods whose filters or scores count other pods: each cycle sees the pods placed before it."""
         nodes: list[int] = []
+        pods, placed = snap.pods, snap.placed
+        assert pods is not None and placed is not None, "kept by the snapshot whenever a pod has constraints"
         for _ in range(w.replicas):
             cycle = schedule_one(snap, shape, start, rng, pod=pod)
             start = (start + cycle.processed) % snap.n if snap.n else 0
@@ -181,9 +185,9 @@ class Simulation:
             if cycle.tied is not None:
                 run.decisive_ties += 1
             snap.place(cycle.node, shape.requests, shape.nonzero, shape.ports)
-            snap.pods.add(cycle.node, w.namespace, w.labels)
+            pods.add(cycle.node, w.namespace, w.labels)
             if pod.terms:
-                snap.placed.place(index, pod.terms, cycle.node)
+                placed.place(index, pod.terms, cycle.node)
             nodes.append(cycle.node)
         return nodes, None, start
 

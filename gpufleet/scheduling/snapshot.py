@@ -10,7 +10,8 @@ that read the pod and the node alone, once per node class) and its score plugins
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -22,6 +23,12 @@ from gpufleet.scheduling.framework.runtime import Framework
 from gpufleet.scheduling.plugins.imagelocality import ImageStates
 from gpufleet.scheduling.plugins.nodeports import NodePorts, UsedPorts
 from gpufleet.scheduling.plugins.noderesources import Fit
+
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:  # the modules that fill them in import this one
+    from gpufleet.scheduling.pod_constraints import PlacedTerms
+    from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
 
 _INT = np.int64
 
@@ -44,7 +51,9 @@ class Snapshot:
             if i is not None:
                 self.place(i, pod.requests, pod.non_zero(), pod.ports)
         self._domains: dict[str, np.ndarray] = {}
-        self.pods = self.placed = None  # PodsOnNodes, PlacedTerms: kept when pods' placement depends on others
+        # kept when pods' placement depends on others
+        self.pods: PodsOnNodes | None = None
+        self.placed: PlacedTerms | None = None
         # What scoring reads as allocatable: 0 where it is unknown (the scheduler leaves a 0 out).
         self.score_alloc = {r: np.where(self.unknown[r], 0, self.alloc[r]) if r in self.unknown else self.alloc[r]
                             for r in (CPU, MEMORY)}
@@ -113,7 +122,7 @@ class PodShape:
         self.beyond: dict[int, bool] = {}
         """id(other shape) -> whether the other's pods may use nodes this one cannot (gpufleet.scheduling.blocked)."""
         self._possible: np.ndarray | None = None
-        self._memo: dict = {}
+        self._memo: dict[str, Any] = {}  # each name's value is of the type its `compute` returns
 
     def fits_mask(self, snap: Snapshot, nodes: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(nodes that pass every filter so far, per reason the nodes failing it), over all nodes or the given
@@ -130,7 +139,7 @@ class PodShape:
         feasible, short = self.fits_mask(snap)
         return feasible[at], {reason: mask[at] for reason, mask in short.items()}
 
-    def memo(self, name: str, compute):
+    def memo(self, name: str, compute: Callable[[], _T]) -> _T:
         """A value derived from this shape alone (the same in every run), computed once."""
         if name not in self._memo:
             self._memo[name] = compute()

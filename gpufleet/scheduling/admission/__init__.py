@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from gpufleet.scheduling.admission.model import Admission, AdmissionWarning, Defaulted, Rejection
+from gpufleet.scheduling.admission.model import Admission, AdmissionWarning, Defaulted, Rejection, Source
 from gpufleet.scheduling.admission.pods import pod_name, with_defaulted_requests
 from gpufleet.scheduling.manifests import PodWorkload, flatten, workload_of
 
@@ -126,7 +126,7 @@ def admit(workloads: list[PodWorkload], objects: list[dict]) -> Admission:
     return result
 
 
-def _refuse(w: PodWorkload, result: Admission, admitted: int, by: str, reason: str, source: str,
+def _refuse(w: PodWorkload, result: Admission, admitted: int, by: str, reason: str, source: Source,
             invalid: bool = False) -> PodWorkload:
     name = pod_name(w, admitted)
     message = f'Pod "{name}" is invalid: {reason}' if invalid else f'pods "{name}" is forbidden: {reason}'
@@ -170,6 +170,7 @@ def _admit_one(w: PodWorkload, ranges: list[LimitRange], queue: str | None, foun
             result.warnings.append(AdmissionWarning(
                 w.key, f"stays suspended in Kueue until quota is free ({by}): {message}", "kueue-wait"))
             return dataclasses.replace(w, replicas=0)
+        assert placed is not None, "an admission comes with the spec placed on its flavor"
         spec, changed = placed, True
     admitted, quota, reason = (max(w.replicas, 0), None, "") if quotas is None else \
         quotas.admit_pods(w.namespace, spec, priority.class_name, w.replicas)

@@ -252,8 +252,8 @@ class KueueState:
                 selector = out.get("nodeSelector")
                 if not isinstance(selector, dict):
                     selector = out["nodeSelector"] = {}
-                for k, v in flavor.node_labels.items():
-                    selector.setdefault(k, v)
+                for label, value in flavor.node_labels.items():
+                    selector.setdefault(label, value)
             if flavor.tolerations:
                 out["tolerations"] = _list(out.get("tolerations")) + copy.deepcopy(flavor.tolerations)
         names = ", ".join(f.name for f, _ in chosen)

@@ -7,6 +7,9 @@ from typing import Literal
 
 from gpufleet.scheduling.manifests import PodWorkload
 
+#: The admission step that refused pods (a Rejection's `source`).
+Source = Literal["LimitRanger", "Priority", "PodValidation", "ResourceQuota", "Kueue"]
+
 
 @dataclass(frozen=True)
 class Rejection:
@@ -29,7 +32,7 @@ class Rejection:
     `LocalQueue/ns/name`, `ClusterQueue/name`, or `Pod` for the API server's validation of the pod."""
     reason: str
     message: str
-    source: Literal["LimitRanger", "Priority", "PodValidation", "ResourceQuota", "Kueue"] = "ResourceQuota"
+    source: Source = "ResourceQuota"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ quota evaluator uses them (the one rule in gpufleet.capacity.requests, here over
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpufleet.capacity.requests import pod_amounts
@@ -44,7 +44,7 @@ def quantities(mapping: Any) -> dict[str, Q]:
     return out
 
 
-def requests_limits(container: dict) -> tuple[dict[str, Q], dict[str, Q]]:
+def requests_limits(container: Mapping[str, Any]) -> tuple[dict[str, Q], dict[str, Q]]:
     resources = _dict(container.get("resources"))
     return quantities(resources.get("requests")), quantities(resources.get("limits"))
 

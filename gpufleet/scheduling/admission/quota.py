@@ -65,14 +65,17 @@ class Quota:
 
 
 def quota_of(namespace: str, name: str, obj: dict) -> Quota:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    status = obj.get("status")
+    status = status if isinstance(status, dict) else {}
     live = isinstance(status.get("hard"), dict)
     hard = quantities(status.get("hard") if live else spec.get("hard"))
     # A manifest quota: its controller fills status.used with zeros as soon as it exists.
     used = quantities(status.get("used")) if live else {k: ZERO for k in hard}
-    selectors = [(s, "Exists", ()) for s in spec.get("scopes") or () if isinstance(s, str)] \
-        if isinstance(spec.get("scopes"), list) else []
+    selectors: list[tuple[str, str, tuple[str, ...]]] = []
+    if isinstance(spec.get("scopes"), list):
+        selectors = [(s, "Exists", ()) for s in spec["scopes"] if isinstance(s, str)]
     selector = spec.get("scopeSelector")
     expressions = selector.get("matchExpressions") if isinstance(selector, dict) else None
     for e in expressions if isinstance(expressions, list) else ():
@@ -89,9 +92,11 @@ def _is_terminating(spec: dict) -> bool:
 
 
 def _cross_namespace(spec: dict) -> bool:
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    affinity = spec.get("affinity")
+    affinity = affinity if isinstance(affinity, dict) else {}
     for kind in ("podAffinity", "podAntiAffinity"):
-        rules = affinity.get(kind) if isinstance(affinity.get(kind), dict) else {}
+        rules = affinity.get(kind)
+        rules = rules if isinstance(rules, dict) else {}
         terms = list(rules.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
         terms += [w.get("podAffinityTerm") for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or []
                   if isinstance(w, dict)]

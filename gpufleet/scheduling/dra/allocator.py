@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Any
 
 from gpufleet.capacity.dra import Device
 from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate, projection, reads
@@ -136,7 +137,7 @@ class Allocator:
 
     def __init__(self, classes: dict[str, dict], pools: list[Pool], in_use: set[tuple[str, str, str]],
                  selected: dict[tuple, bool] | None = None, activations: dict[tuple, dict] | None = None,
-                 outcomes: dict[tuple, bool | str] | None = None, candidates: dict[tuple, tuple] | None = None):
+                 outcomes: dict[tuple, Any] | None = None, candidates: dict[tuple, tuple] | None = None):
         """`selected`, `activations` and `outcomes` may be shared between allocators (CEL is pure: a device
         passes the same selectors every time), which saves evaluating them per pod and node; `outcomes`
         holds one expression's result (or runtime error) per set of values it reads (`cel.reads`), so
@@ -147,7 +148,9 @@ class Allocator:
         self.keys = [d.key for d in self.devices]
         self._match: dict[tuple, bool] = {} if selected is None else selected
         self._activation: dict[tuple, dict] = {} if activations is None else activations
-        self._outcome: dict[tuple, bool | str] = {} if outcomes is None else outcomes
+        # one cache for three kinds of answer, each under its own key shape: a selector's outcome (True, False
+        # or the error text), a device field's value (`_fits`) and a projected value in a 1-tuple (`_seen`)
+        self._outcome: dict[tuple, Any] = {} if outcomes is None else outcomes
         self._candidates: dict[tuple, tuple] = {} if candidates is None else candidates
         self.steps = 0
         self._scopes: dict[tuple[int, Alternative], list[tuple[int, str]]] = {}  # claims live as long as a search
@@ -268,7 +271,7 @@ class Allocator:
             found = self._scopes[key] = constraints_on(claim, alt)
         return found
 
-    def _fits(self, device: Device, claim: Claim, alt: Alternative, c: int, fixed) -> list[int] | None:
+    def _fits(self, device: Device, claim: Claim, alt: Alternative, c: int, fixed) -> list[tuple[int, object]] | None:
         """The constraints this device newly fixes, or None when it breaks one."""
         newly = []
         for i, name in self._constraints(claim, alt):

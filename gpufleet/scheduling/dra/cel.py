@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import semver as semverlib
 from celpy import celtypes
+from celpy.evaluation import CELFunction
 
 from gpufleet.capacity.quantity import parse as parse_quantity
 from gpufleet.errors import InputError
@@ -29,8 +30,10 @@ class CelError(Exception):
 class Quantity(celtypes.StringType):
     """A Kubernetes quantity: compared by value (`==`, `compareTo`), printed as written."""
 
+    value: Decimal
+
     def __new__(cls, text: str):
-        self = super().__new__(cls, text)
+        self = cast(Quantity, super().__new__(cls, text))  # celtypes says StringType, not the subclass it makes
         self.value = parse_quantity(text)
         return self
 
@@ -47,10 +50,12 @@ class Quantity(celtypes.StringType):
 class Semver(celtypes.StringType):
     """A semantic version (semver 2.0), compared by precedence."""
 
+    version: semverlib.Version
+
     def __new__(cls, text: str, normalize: bool = False):
         if normalize:
             text = _normalized(text)
-        self = super().__new__(cls, text)
+        self = cast(Semver, super().__new__(cls, text))  # celtypes says StringType, not the subclass it makes
         self.version = semverlib.Version.parse(text)
         return self
 
@@ -118,7 +123,7 @@ def _as_integer(q: Quantity) -> celtypes.IntType:
     return celtypes.IntType(int(q.value))
 
 
-FUNCTIONS = {
+FUNCTIONS: dict[str, CELFunction] = {
     "quantity": _quantity, "isQuantity": lambda t: _is(_quantity, t),
     "semver": _semver, "isSemver": lambda t, n=False: _is(_semver, t, n),
     "compareTo": lambda a, b: celtypes.IntType(_cmp(a, b)),

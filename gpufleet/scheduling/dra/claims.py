@@ -308,10 +308,11 @@ class NodeOutcomes:
         self.alts = countable(needs)
 
     def codes(self, positions: np.ndarray) -> np.ndarray:
-        if not self.needs.allocate:
+        node_looks = self.looks  # None exactly when no claim is left to allocate
+        if not self.needs.allocate or node_looks is None:
             codes = np.zeros(len(positions), dtype=np.int8)
         else:
-            ids = self.looks.of(positions)
+            ids = node_looks.of(positions)
             verdicts = self.verdicts.sized(int(ids.max()) + 1 if len(ids) else 0)
             codes = verdicts.code[ids]
             unknown = codes == self._UNKNOWN
@@ -353,9 +354,10 @@ class NodeOutcomes:
             key = repr(selector)
             on = self.state._on.get(key)
             if on is None:
-                on = self.state._on[key] = _by_name(selector, self.state.index)
-            if on is None:
-                on = self.state._on[key] = np.zeros(len(self.state.nodes), dtype=np.int8)
+                on = _by_name(selector, self.state.index)
+                if on is None:
+                    on = np.zeros(len(self.state.nodes), dtype=np.int8)
+                self.state._on[key] = on
             for pos in positions[on[positions] == 0].tolist():
                 on[pos] = 1 if node_selector_matches(selector, self.state.nodes[pos]) else 2
             ok &= on[positions] == 1
@@ -366,7 +368,7 @@ class NodeOutcomes:
 
     def found(self, pos: int) -> list[list[tuple[str, Device]]]:
         """The devices per claim the allocator picks on a node that passes."""
-        if not self.needs.allocate:
+        if not self.needs.allocate or self.looks is None:  # None exactly when no claim is left to allocate
             return []
         look = int(self.looks.id[pos])  # asked about in `codes`, devices unchanged since
         if look not in self.verdicts.picked:  # passed without the allocator: it picks them now, for the look
@@ -384,7 +386,7 @@ class NodeOutcomes:
 def _by_name(selector: dict, index: dict[str, int]) -> np.ndarray | None:
     """A selector of one term naming nodes (`matchFields` metadata.name In ...), as an allocation from a
     node's own pool pins its claim: per node 1 matches, 2 does not; None for any other selector."""
-    terms = selector.get("nodeSelectorTerms") or ()
+    terms: Sequence[dict] = selector.get("nodeSelectorTerms") or ()
     if len(terms) != 1 or terms[0].get("matchExpressions") or not terms[0].get("matchFields"):
         return None
     names: set[str] | None = None

@@ -70,8 +70,8 @@ class Looks:
         bits = self.state.free_bits(stale)
         ids = self.ids
         if len(stale) <= _FEW:
-            pairs = zip(self.fixed[stale].tolist(), bits.tolist(), strict=True)
-            self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in pairs]
+            few = zip(self.fixed[stale].tolist(), bits.tolist(), strict=True)
+            self.id[stale] = [ids.setdefault(pair, len(ids)) for pair in few]
         else:
             pairs = np.stack((self.fixed[stale], bits), axis=1)
             inverse = rows(pairs)

@@ -28,7 +28,9 @@ def _reaches(spec: dict, node: Node) -> bool:
     if spec.get("allNodes"):
         return True
     selector = spec.get("nodeSelector")
-    return bool(selector) and node_selector_matches(selector, node)
+    if not selector:
+        return False
+    return node_selector_matches(selector, node)
 
 
 def node_pools(slices: list[dict], node: Node) -> list[Pool]:

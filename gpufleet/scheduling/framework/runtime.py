@@ -15,11 +15,57 @@ NodeResourcesFit names each resource it lacks).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
 from gpufleet.scheduling.framework.interface import Plugin, value_at
+
+# The extension points below are found on a plugin by the method it defines (`hasattr`); these types say what
+# the runtime then calls.
+
+
+class NodeFilter(Protocol):
+    """Filters over placed pods (`filter_nodes` over many nodes, `fails_on` for one)."""
+
+    def filter_nodes(self, snap: Any, shape: Any, at: Any) -> dict[str, np.ndarray]: ...
+
+    def fails_on(self, snap: Any, shape: Any, i: int) -> bool: ...
+
+
+class PreScore(Protocol):
+    def pre_score(self, shape: Any) -> Any: ...
+
+
+class NodeScore(PreScore, Protocol):
+    """Scores a node gets on its own."""
+
+    def score(self, snap: Any, state: Any, nodes: np.ndarray) -> np.ndarray: ...
+
+    def score_one(self, snap: Any, state: Any, i: int) -> int: ...
+
+
+class NormalizedScore(PreScore, Protocol):
+    """Raw scores normalised over the scored nodes."""
+
+    def normalize_score(self, raw: np.ndarray) -> np.ndarray: ...
+
+
+def _filters_nodes(plugin: Plugin) -> TypeGuard[NodeFilter]:
+    return hasattr(plugin, "filter_nodes")
+
+
+def _pre_scores(plugin: Plugin) -> TypeGuard[PreScore]:
+    return hasattr(plugin, "pre_score")
+
+
+def _normalizes(plugin: PreScore) -> TypeGuard[NormalizedScore]:
+    return hasattr(plugin, "normalize_score")
+
+
+def _scores_alone(plugin: PreScore) -> TypeGuard[NodeScore]:
+    """A scorer that does not normalise scores each node on its own (`score`, `score_one`)."""
+    return not hasattr(plugin, "normalize_score")
 
 
 class Scores:
@@ -27,7 +73,8 @@ class Scores:
 
     __slots__ = ("own", "normalized")
 
-    def __init__(self, own: list[tuple[int, Plugin, Any]], normalized: list[tuple[int, Plugin, np.ndarray]]):
+    def __init__(self, own: list[tuple[int, NodeScore, Any]],
+                 normalized: list[tuple[int, NormalizedScore, np.ndarray]]):
         self.own = own
         """Scores of each node on its own (Score)."""
         self.normalized = normalized
@@ -39,9 +86,9 @@ class Framework:
         self.plugins = [plugin for plugin, _ in profile]
         self.weights = {plugin.name: weight for plugin, weight in profile}
         self.static_filters = [p for p in self.plugins if hasattr(p, "filter_node")]
-        self.node_filters = [p for p in self.plugins if hasattr(p, "filter_nodes")]
+        self.node_filters = [p for p in self.plugins if _filters_nodes(p)]
         self.pod_plugins = [p for p in self.plugins if hasattr(p, "pod_state")]
-        self.scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pre_score")]
+        self.scorers = [(weight, p) for p, weight in profile if weight and _pre_scores(p)]
         self.pod_scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pod_score")]
         self._node_signers = [(i, p) for i, p in enumerate(self.plugins)
                               if p.reads.node or type(p).sign_node is not Plugin.sign_node]
@@ -116,14 +163,15 @@ class Framework:
     # scores
 
     def pre_score(self, shape) -> Scores:
-        own, normalized = [], []
+        own: list[tuple[int, NodeScore, Any]] = []
+        normalized: list[tuple[int, NormalizedScore, np.ndarray]] = []
         for weight, plugin in self.scorers:
             state = plugin.pre_score(shape)
             if state is None:
                 continue
-            if hasattr(plugin, "normalize_score"):
+            if _normalizes(plugin):
                 normalized.append((weight, plugin, state))
-            else:
+            elif _scores_alone(plugin):
                 own.append((weight, plugin, state))
         return Scores(own, normalized)
 

@@ -68,7 +68,8 @@ class Terms:
 
 
 def terms_of(spec: dict, namespace: str) -> Terms:
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    affinity = spec.get("affinity")
+    affinity = affinity if isinstance(affinity, dict) else {}
     pod, anti = affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}
 
     def required(block):

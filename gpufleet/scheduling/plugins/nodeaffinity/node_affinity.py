@@ -40,7 +40,7 @@ class NodeAffinity(Plugin):
     def filter_node(self, node: Node, terms) -> str | None:
         return None if matches_node_affinity(node, terms) else REASON
 
-    def node_context(self, specs: Iterable[Any]) -> tuple[frozenset | None, bool]:
+    def node_context(self, specs: Iterable[Any]) -> tuple[tuple | None, bool]:
         return selected_labels(specs)
 
     def sign_node(self, node: Any, context: Any = None) -> tuple:
