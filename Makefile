@@ -1,7 +1,8 @@
 # Quick start:
 #   make plan    - create .venv, install gpufleet, plan the bundled `dev` stack offline
-#   make test    - create .venv, install gpufleet and the test tools, run the whole test suite
-#   make lint    - ruff (rules and line length in pyproject.toml [tool.ruff]) over LINT_PATHS, mypy over MYPY_PATHS
+#   make test    - create .venv, install gpufleet and the test tools, run `make lint`, then the whole test suite
+#   make lint    - ruff (rules and line length in pyproject.toml [tool.ruff]) over the repository, mypy over the
+#                  packages ([tool.mypy])
 #   make setup-browser - headless Chromium + chromedriver for the report tests (apt, as root; `make test` runs it)
 #   make charts  - regenerate charts/$(STACK) (Helm chart + Argo CD / Flux files) from Pulumi.$(STACK).yaml
 #   make upstream-charts - fetch NVIDIA's pinned charts into third_party/upstream/ (never committed)
@@ -53,38 +54,14 @@ charts: setup
 upstream-charts: setup-dev
 	$(BIN)/python scripts/upstream-charts $(if $(HELM),--helm $(HELM))
 
-test: setup-dev setup-browser
+test: setup-dev setup-browser lint
 	$(BIN)/python -m pytest -q
 
-# ruff over every Python path of the repository except two that are still excluded: gpufleet/scheduling/ and
-# tests/scheduling/ are being reorganised into upstream's framework layout (a folder per plugin), and their
-# findings are fixed with that move rather than in files it is rewriting. The checked paths are listed one by
-# one, so a new top-level package or test folder must be added here; once the two folders pass, LINT_PATHS
-# becomes `.` (`ruff check .`) and lint joins `make test` and CI.
-LINT_PATHS := __main__.py bench components policies provider scripts \
-	gpufleet/__init__.py gpufleet/errors.py gpufleet/exposure.py gpufleet/gc_pause.py gpufleet/inputs.py \
-	gpufleet/k8s_names.py gpufleet/lazy.py gpufleet/outdir.py gpufleet/program.py gpufleet/taints.py \
-	gpufleet/azure gpufleet/capacity gpufleet/charts gpufleet/cli gpufleet/config gpufleet/discovery \
-	gpufleet/nvidia gpufleet/planning gpufleet/render gpufleet/report gpufleet/validation \
-	tests/__init__.py tests/conftest.py tests/doc_examples.py tests/doc_stand_ins.py tests/helm_binary.py \
-	tests/mutations.py tests/upstream_files.py tests/test_doc_citations.py tests/test_docs.py \
-	tests/test_hypothesis_profile.py tests/test_layers.py tests/test_pr_preview.py tests/test_stack_preview.py \
-	tests/test_taints.py tests/test_workflows.py \
-	tests/admission tests/aks tests/capacity tests/charts tests/cli tests/components tests/config \
-	tests/discovery tests/dra tests/e2e tests/nvidia tests/planning tests/render tests/report tests/upstream \
-	tests/validation
-# mypy (settings in pyproject.toml [tool.mypy]) over the shipped packages except gpufleet/scheduling/, still excluded
-# while it is reorganised: 72 errors in 17 of its files when this was switched on. --follow-imports=silent still
-# reads the modules imported from there, for their types, without reporting their errors. Once scheduling
-# passes, MYPY_PATHS is dropped and `mypy` alone checks what pyproject.toml lists.
-MYPY_PATHS := components policies \
-	gpufleet/__init__.py gpufleet/errors.py gpufleet/exposure.py gpufleet/gc_pause.py gpufleet/inputs.py \
-	gpufleet/k8s_names.py gpufleet/lazy.py gpufleet/outdir.py gpufleet/program.py gpufleet/taints.py \
-	gpufleet/azure gpufleet/capacity gpufleet/charts gpufleet/cli gpufleet/config gpufleet/discovery \
-	gpufleet/nvidia gpufleet/planning gpufleet/render gpufleet/report gpufleet/validation
+# ruff over every Python file of the repository (rules and exclusions in pyproject.toml [tool.ruff]), then mypy
+# over the packages pyproject.toml [tool.mypy] lists. `make test` runs it first, so CI (.ci/run) does too.
 lint: setup-dev
-	$(BIN)/ruff check $(LINT_PATHS)
-	$(BIN)/mypy --follow-imports=silent $(MYPY_PATHS)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # The end-to-end tests against a real control plane (README: "End-to-end tests against a real control plane").
 cluster-tools:
