@@ -37,24 +37,23 @@ class UsedPorts:
                 counts = by_ip[address] = np.zeros(self.n, dtype=np.int64)
             counts[node] += 1
 
+    def _clashing(self, wanted: tuple[HostPort, ...]):
+        """The per-node counts of every held port that one of the wanted ports clashes with
+        (HostPortInfo.CheckConflict: same protocol and port, and 0.0.0.0 on either side or the same IP)."""
+        for protocol, address, port in wanted:
+            for held_address, counts in (self.held.get((protocol, port)) or {}).items():
+                if address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address):
+                    yield counts
+
     def taken(self, wanted: tuple[HostPort, ...], at=slice(None)) -> np.ndarray:
         """Per node (of `at`), whether one of the wanted ports clashes with a port held there."""
         out = np.zeros(self.n, dtype=bool)[at]
-        for protocol, address, port in wanted:
-            by_ip = self.held.get((protocol, port))
-            if not by_ip:
-                continue
-            for held_address, counts in by_ip.items():
-                if address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address):
-                    out |= counts[at] > 0
+        for counts in self._clashing(wanted):
+            out |= counts[at] > 0
         return out
 
     def taken_on(self, wanted: tuple[HostPort, ...], node: int) -> bool:
-        for protocol, address, port in wanted:
-            for held_address, counts in (self.held.get((protocol, port)) or {}).items():
-                if counts[node] and (address == ALL_ADDRESSES or held_address in (ALL_ADDRESSES, address)):
-                    return True
-        return False
+        return any(counts[node] for counts in self._clashing(wanted))
 
 
 class NodePorts(Plugin):
