@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationArgs, StackValidationPolicy
 
-from gpufleet.scheduling.daemonsets import selects_node
+from gpufleet.scheduler.daemonsets import selects_node
 from gpufleet.validation import gpu_daemonsets as ds_rules
 from gpufleet.validation import node_platform as rules
 from policies._common import (

@@ -28,7 +28,7 @@ RUNS = 3
 
 def _gpus(manifest: dict) -> bool:
     from gpufleet.capacity.requests import pod_requests
-    from gpufleet.scheduling.manifests import workload_of
+    from gpufleet.manifests.workloads import workload_of
 
     w = workload_of(manifest)
     return w is not None and any(r.startswith("nvidia.com/") and n > 0 for r, n in pod_requests(w.spec).items())

@@ -45,13 +45,13 @@ def test_the_extended_resource_shortcut_tolerates_noschedule_only_and_only_its_o
 
 def test_every_part_of_gpufleet_decides_tolerations_with_the_one_rule():
     """The renderer, the scheduler filter, Kueue and the AKS rules agree with gpufleet.taints on every case."""
+    from gpufleet.admission.kueue import _tolerates as kueue_tolerates
     from gpufleet.capacity.model import Taint as NodeTaint
     from gpufleet.config.aks_rules import _tolerates as aks_tolerates
     from gpufleet.config.node_pools import Taint as PoolTaint
     from gpufleet.config.workloads import Toleration
     from gpufleet.render.tolerations import tolerates as render_tolerates
-    from gpufleet.scheduling.admission.kueue import _tolerates as kueue_tolerates
-    from gpufleet.scheduling.filters import tolerates as filter_tolerates
+    from gpufleet.scheduler.filters import tolerates as filter_tolerates
 
     cases = [{"key": "dedicated", "operator": "Equal", "value": "gpu"}, {"key": "dedicated", "operator": "Exists"},
              {"key": "sku", "operator": "Exists"}, {"operator": "Exists"},

@@ -188,7 +188,7 @@ def pod_affinity_of(spec: Any) -> dict | None:
     return kept or None
 
 
-#: Kinds admission reads (gpufleet.scheduling.admission): core quotas and limit ranges, priority classes, Kueue.
+#: Kinds admission reads (gpufleet.admission): core quotas and limit ranges, priority classes, Kueue.
 ADMISSION_KINDS = ("ResourceQuota", "LimitRange", "PriorityClass", "ClusterQueue", "LocalQueue", "ResourceFlavor")
 
 

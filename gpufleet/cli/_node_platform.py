@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpufleet.scheduling.manifests import flatten
+from gpufleet.manifests.workloads import flatten
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.validation.workload_policies import POD_SPEC_PATHS
 
@@ -24,7 +24,7 @@ def node_platform_findings(objects: list[Any], nodes: list) -> list[tuple[str, r
     """(workload key, finding) of every node-platform rule on these objects and nodes."""
     if not any(o.get("kind") in KINDS for o in flatten(objects)):
         return []
-    from gpufleet.scheduling.daemonsets import selects_node
+    from gpufleet.scheduler.daemonsets import selects_node
     from gpufleet.validation import gpu_daemonsets as ds_rules
     from gpufleet.validation import node_platform as rules
 

@@ -78,7 +78,7 @@ def _print_human(result: CheckResult) -> None:
             if u.blocked is not None or u.defaulted:
                 console.print(Text(u.workload), highlight=False)
             if u.defaulted:  # requests the template does not make: which LimitRange put them there
-                from gpufleet.scheduling.admission.model import defaulted_words
+                from gpufleet.admission.model import defaulted_words
 
                 console.print(Text(f"  defaults: {defaulted_words(u.defaulted)}"), highlight=False, soft_wrap=True)
             if u.blocked is not None:
@@ -129,9 +129,9 @@ def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, re
     a live cluster, read as `discover` reads it; `no_cluster`: what to suggest when there is none). Shared by
     `check` and `report`, so both accept and refuse exactly the same inputs.
     """
-    from gpufleet.scheduling.documents import document_errors
-    from gpufleet.scheduling.manifests import workload_of
-    from gpufleet.scheduling.reading import load_documents
+    from gpufleet.manifests.documents import document_errors
+    from gpufleet.manifests.reading import load_documents
+    from gpufleet.manifests.workloads import workload_of
 
     errors: list[str] = []
     try:
@@ -160,7 +160,7 @@ def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, re
 
 def with_origin(docs, run):
     """Run `run()`; an input error about one workload is prefixed with the file it came from."""
-    from gpufleet.scheduling.manifests import workload_of
+    from gpufleet.manifests.workloads import workload_of
 
     origin = {}
     for d in docs:
@@ -197,7 +197,7 @@ def add_policy_findings(result: CheckResult, objects: list, nodes: list) -> None
     without a stack: a finding of a mandatory rule is an error (`reason: policy`, all its pods), of an
     advisory one a warning. Resource names the nodes advertise are never wrong names. Entries stay in
     input order, after the scheduler's own entry for the same workload."""
-    from gpufleet.scheduling.manifests import flatten, workload_of
+    from gpufleet.manifests.workloads import flatten, workload_of
     from gpufleet.scheduling.result import Unschedulable, Warning
     from gpufleet.validation.gpu_requests import DevicePluginFacts
     from gpufleet.validation.mps_clients import node_mps_shares

@@ -25,9 +25,9 @@ def _probe(path: Path) -> tuple[dict, list[dict]]:
     """The probe workload of the file, and the DRA objects beside it (its ResourceClaimTemplate: each copy
     of the probe gets its claim made from it, as the resourceclaim controller makes it)."""
     from gpufleet.capacity.dra import DRA_KINDS
-    from gpufleet.scheduling.documents import document_errors
-    from gpufleet.scheduling.manifests import workload_of
-    from gpufleet.scheduling.reading import load_documents
+    from gpufleet.manifests.documents import document_errors
+    from gpufleet.manifests.reading import load_documents
+    from gpufleet.manifests.workloads import workload_of
 
     docs, problems = load_documents([path])
     dra = [d for d in docs if d.obj.get("kind") in DRA_KINDS]

@@ -20,10 +20,10 @@ from gpufleet.capacity.dra import DRA_KINDS, dra_objects
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.errors import InputError
+from gpufleet.manifests.workloads import flatten
 from gpufleet.nvidia.mig_profiles import TABLES, MigProfile, MigTable
 from gpufleet.nvidia.products import find_product
-from gpufleet.scheduling.dra.offer import attribute, node_devices
-from gpufleet.scheduling.manifests import flatten
+from gpufleet.scheduling.dra_offer import attribute, node_devices
 
 MIG_PREFIX = "nvidia.com/mig-"
 GPU = "nvidia.com/gpu"

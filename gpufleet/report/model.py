@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from gpufleet.capacity.memory_budget import node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
+from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.report.devices import GPU, MIG_PREFIX, Gpu, Unit, node_gpus
-from gpufleet.scheduling.filters import pod_terms, static_failure
-from gpufleet.scheduling.manifests import PodWorkload
+from gpufleet.scheduler.filters import pod_terms, static_failure
 from gpufleet.scheduling.result import CheckResult, Unschedulable
 from gpufleet.scheduling.result import Warning as CheckWarning
 

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.stack import capacity_from_stack, node_names, planned_dra_objects
 from gpufleet.config.stack import StackConfig
+from gpufleet.manifests.workloads import flatten
 from gpufleet.render.claims import named_claims
 from gpufleet.render.workloads import gpu_quotas, workload_objects
 from gpufleet.report.devices import dra_gpus
 from gpufleet.report.model import FleetReport, build_report
 from gpufleet.scheduling import check_workloads, workloads_of
-from gpufleet.scheduling.manifests import flatten
 
 
 def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],

@@ -15,12 +15,12 @@ import numpy as np
 
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.ports import ALL_ADDRESSES
-from gpufleet.scheduling.manifests import PodWorkload
-from gpufleet.scheduling.plugins.interpodaffinity import AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY
-from gpufleet.scheduling.plugins.nodeports import REASON as PORTS_TAKEN
-from gpufleet.scheduling.plugins.podtopologyspread import NOT_MATCH as SPREAD
+from gpufleet.manifests.workloads import PodWorkload
+from gpufleet.scheduler.plugins.interpodaffinity import AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY
+from gpufleet.scheduler.plugins.nodeports import REASON as PORTS_TAKEN
+from gpufleet.scheduler.plugins.podtopologyspread import NOT_MATCH as SPREAD
+from gpufleet.scheduler.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.result import Blocked, Blocker
-from gpufleet.scheduling.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.unmet import missing_resource, most_known
 
 RUNNING = "pods already running"
@@ -54,7 +54,7 @@ def blocked_by(index: int, shape: PodShape, outcome, run, workloads: Sequence[Po
         return Blocked(*too_big, tuple(blockers))
     if dra is not None and w.spec.get("resourceClaims") and not outcome.placed:
         # (a pod placed shows its claims can be allocated here)
-        from gpufleet.scheduling.dra.unmatched import unmatched
+        from gpufleet.scheduling.dra_unmatched import unmatched
 
         never = shape.memo(f"unmatched {w.namespace} {w.spec['resourceClaims']!r}", lambda: unmatched(
             dra, w.namespace, w.name, w.spec, np.asarray(eligible, dtype=np.int64)))

@@ -21,24 +21,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpufleet.admission import Admission, admit
+from gpufleet.admission.validation import rejection
 from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.admission import Admission, admit
-from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import default_framework, has_pod_rules, matches_node_affinity, pod_terms
-from gpufleet.scheduling.manifests import PodWorkload, flatten, workloads_of
-from gpufleet.scheduling.node_tree import tree_order
-from gpufleet.scheduling.plugins.imagelocality import ImageStates
+from gpufleet.manifests.workloads import PodWorkload, flatten, workloads_of
+from gpufleet.scheduler.classes import NodeClasses
+from gpufleet.scheduler.filters import default_framework, has_pod_rules, matches_node_affinity, pod_terms
+from gpufleet.scheduler.node_tree import tree_order
+from gpufleet.scheduler.plugins.imagelocality import ImageStates
+from gpufleet.scheduler.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
 from gpufleet.scheduling.simulation import Run, Simulation
-from gpufleet.scheduling.snapshot import PodShape, Snapshot
-from gpufleet.scheduling.validation import rejection
 
 if TYPE_CHECKING:  # imported where used: CEL loads only for pods with claims
-    from gpufleet.scheduling.dra.claims import DraState
+    from gpufleet.scheduler.plugins.dynamicresources.claims import DraState
 
 DEFAULT_SCHEDULER = "default-scheduler"
 #: How many tie-break outcomes are tried when ties could change an outcome; below SMALL_FLEET nodes, where a
@@ -75,7 +75,9 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
         check.admission = admission
         if any(w.spec.get("resourceClaims") for w in workloads):
-            from gpufleet.scheduling.dra.claims import DraState  # CEL loads only for pods with claims
+            from gpufleet.scheduler.plugins.dynamicresources.claims import (
+                DraState,  # CEL loads only for pods with claims
+            )
 
             objects = [o for o in flatten(manifests) if o.get("kind") in DRA_KINDS]
             problems = [e for i, o in enumerate(objects) for e in labelled_errors(o, f"DRA object {i + 1}")]
@@ -163,9 +165,9 @@ class _Check:
         running = [p for p in self.running if p.pod_affinity and p.node in self.snapshot.index]
         if not running and not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
             return {}
-        from gpufleet.scheduling.plugins.interpodaffinity import terms_of
-        from gpufleet.scheduling.pod_constraints import PlacedTerms, PodConstraints
-        from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
+        from gpufleet.scheduler.plugins.interpodaffinity import terms_of
+        from gpufleet.scheduler.pod_constraints import PlacedTerms, PodConstraints
+        from gpufleet.scheduler.pods_on_nodes import PodsOnNodes
 
         snap = self.snapshot
         snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))
@@ -258,8 +260,8 @@ class _Check:
 
     def _device_memory(self, w: PodWorkload, first) -> None:
         from gpufleet.capacity.model_fit import MODEL_ANNOTATION
-        from gpufleet.scheduling.dra.claims import memory_mib
-        from gpufleet.scheduling.dra.memory import model_on_devices
+        from gpufleet.scheduler.plugins.dynamicresources.claims import memory_mib
+        from gpufleet.scheduling.dra_memory import model_on_devices
 
         if MODEL_ANNOTATION in w.annotations and model_on_devices(w, first.devices, self.result):
             return

@@ -24,7 +24,7 @@ from gpufleet.capacity.dra import DRA_KINDS, Device, DraObjects, dra_objects
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import InputError
-from gpufleet.scheduling.manifests import flatten, workload_of
+from gpufleet.manifests.workloads import flatten, workload_of
 
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
@@ -110,7 +110,7 @@ def upper_bound(nodes: Sequence[Node], pods: Sequence[BoundPod], requests: dict[
 def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObjects) -> int:
     """Probe pods the nodes' DRA devices could hold at most (every device free, any device taken), plus one:
     per node, the devices it reaches over the devices one pod's template claims ask for at least."""
-    from gpufleet.scheduling.dra.offer import node_devices
+    from gpufleet.scheduling.dra_offer import node_devices
 
     per_pod = 0
     for pc in spec.get("resourceClaims") or ():
@@ -193,7 +193,7 @@ def _missing_claim(namespace: str, spec: dict, manifests: list[dict]) -> str | N
 
 def _device_kinds(uses: list[tuple[str, str, str]], key: str, manifests: list[dict]) -> dict[str, str]:
     """node -> what the devices allocated to the probe's claims there are (GPU product or MIG profile)."""
-    from gpufleet.scheduling.dra.offer import kind_of
+    from gpufleet.scheduling.dra_offer import kind_of
 
     objects = _dra(manifests)
     devices = {f"{spec.get('driver')}/{(spec.get('pool') or {}).get('name')}/{d.get('name')}": (spec, d)
@@ -284,7 +284,7 @@ def standard_shapes(nodes: Sequence[Node], dra: DraObjects | None = None) -> lis
         for tolerates in (True, False):
             shapes.append(Shape(resource.removeprefix("nvidia.com/"), "", resource, 1, tolerates))
     if dra and dra.slices:
-        from gpufleet.scheduling.dra.offer import offered
+        from gpufleet.scheduling.dra_offer import offered
 
         for kind in offered(dra, nodes):
             classes = ", ".join(kind.class_names)

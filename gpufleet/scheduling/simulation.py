@@ -2,7 +2,7 @@
 
 This is the contract `gpufleet check` keeps: each workload's pods are created in input order (a
 Deployment's replicas one after another, a Job's `min(parallelism, completions)`), and each is scheduled
-(gpufleet.scheduling.schedule_one) before the next exists, on what the earlier ones left. A run is
+(gpufleet.scheduler.schedule_one) before the next exists, on what the earlier ones left. A run is
 seeded: where scores tie, its random generator picks, as the scheduler's does. gpufleet.scheduling.engine
 runs several and compares them.
 """
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpufleet.capacity.dra import Device
-from gpufleet.scheduling.filters import has_pod_rules
-from gpufleet.scheduling.manifests import PodWorkload
-from gpufleet.scheduling.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
-from gpufleet.scheduling.snapshot import PodShape, Snapshot
+from gpufleet.manifests.workloads import PodWorkload
+from gpufleet.scheduler.filters import has_pod_rules
+from gpufleet.scheduler.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
+from gpufleet.scheduler.snapshot import PodShape, Snapshot
 
 if TYPE_CHECKING:
-    from gpufleet.scheduling.pod_constraints import PodConstraints
+    from gpufleet.scheduler.pod_constraints import PodConstraints
 
 #: Pod shapes whose feasibility and scores a run keeps up to date (two arrays over the fleet each).
 KEPT_SHAPES = 64
@@ -209,8 +209,8 @@ class Simulation:
 
     def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
         """A pod with DRA claims: the DynamicResources filter runs last, on the nodes that pass the rest."""
-        from gpufleet.scheduling.dra.allocator import FilterError
-        from gpufleet.scheduling.dra.claims import NOT_ON_NODE, release_unreserved
+        from gpufleet.scheduler.plugins.dynamicresources.claims import NOT_ON_NODE, release_unreserved
+        from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import FilterError
 
         needs = dra.needs(w.namespace, w.name, w.spec)
         if needs.gated:

@@ -144,7 +144,7 @@ def daemonset_findings(subject: str, spec: Any, gpu: Sequence[NodeFacts],
     """A DaemonSet that selects GPU nodes by their labels (NVIDIA, NFD or GKE ones) but whose selector matches
     none of the GPU nodes: the DaemonSet controller creates no pod at all, not even a Pending one. `selects`:
     whether a pod spec's nodeSelector and required node affinity match a node
-    (gpufleet.scheduling.daemonsets.selects_node, the scheduler's own terms). `families`: label_families of
+    (gpufleet.scheduler.daemonsets.selects_node, the scheduler's own terms). `families`: label_families of
     the GPU stack checked with it; a selector on labels it will write is not judged before they exist."""
     if not isinstance(spec, Mapping) or not gpu or not _well_formed(spec):
         return []  # the API server refuses a malformed selector; that is its validation's to report

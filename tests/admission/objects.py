@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpufleet.scheduling.admission import admit
-from gpufleet.scheduling.manifests import PodWorkload, workloads_of
+from gpufleet.admission import admit
+from gpufleet.manifests.workloads import PodWorkload, workloads_of
 from tests.scheduling.kube import container, deployment, job, pod, pod_spec
 
 __all__ = ["admitted", "as_manifests", "cluster_queue", "container", "deployment", "in_ns", "job", "limit_range",

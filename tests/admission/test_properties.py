@@ -3,8 +3,8 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpufleet.scheduling.admission import admit
-from gpufleet.scheduling.manifests import workloads_of
+from gpufleet.admission import admit
+from gpufleet.manifests.workloads import workloads_of
 from tests.admission.objects import container, deployment, in_ns, job, pod, pod_spec
 
 RESOURCES = ["cpu", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "hugepages-2Mi", "ephemeral-storage",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpufleet.admission.pods import pod_limit_quantities, pod_request_quantities, with_defaulted_requests
 from gpufleet.capacity.quantity import to_units
 from gpufleet.capacity.requests import pod_requests
-from gpufleet.scheduling.admission.pods import pod_limit_quantities, pod_request_quantities, with_defaulted_requests
 
 # Amounts whole in compared units (millicores, bytes, devices): the scheduler rounds each container's
 # request, upstream rounds the pod's sum, and the two differ only for fractions of a unit.

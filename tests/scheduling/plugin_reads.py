@@ -15,14 +15,14 @@ import numpy as np
 
 from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.capacity.model import BoundPod
-from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import default_framework, pod_terms
-from gpufleet.scheduling.plugins.imagelocality import ImageStates
-from gpufleet.scheduling.plugins.nodeports import NodePorts
-from gpufleet.scheduling.plugins.noderesources.fit import REQUESTS
-from gpufleet.scheduling.pod_constraints import PlacedTerms
-from gpufleet.scheduling.pods_on_nodes import PodsOnNodes
-from gpufleet.scheduling.snapshot import PodShape, Snapshot
+from gpufleet.scheduler.classes import NodeClasses
+from gpufleet.scheduler.filters import default_framework, pod_terms
+from gpufleet.scheduler.plugins.imagelocality import ImageStates
+from gpufleet.scheduler.plugins.nodeports import NodePorts
+from gpufleet.scheduler.plugins.noderesources.fit import REQUESTS
+from gpufleet.scheduler.pod_constraints import PlacedTerms
+from gpufleet.scheduler.pods_on_nodes import PodsOnNodes
+from gpufleet.scheduler.snapshot import PodShape, Snapshot
 
 _TERM = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone", "namespaces": ["ns"]}
 #: A pod that uses every field some plugin reads, and some that none may (schedulerName, volumes, env...).

@@ -21,15 +21,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
+from gpufleet.admission.validation import rejection
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import GpufleetError, InputError
-from gpufleet.scheduling.manifests import PodWorkload, workloads_of
+from gpufleet.manifests.workloads import PodWorkload, workloads_of
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
-from gpufleet.scheduling.validation import rejection
 
 DEFAULT_SCHEDULER = "default-scheduler"
 _FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)

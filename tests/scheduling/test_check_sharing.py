@@ -1,7 +1,7 @@
 """Work done once per class of things that are the same gives what doing it every time gives.
 
 - DRA: the filter's answer kept per look of a node's devices, counted where counting is exact and refuted
-  where no allocation exists (gpufleet.scheduling.dra.likeness, .counting, .refuting), against asking
+  where no allocation exists (dynamicresources.structured: likeness, counting, refuting), against asking
   `DraState.filter` on every node for every pod, on the generated DRA clusters the real scheduler's answers
   were recorded for and on random small ones;
 - CEL: a selector's result shared by devices equal in the fields it reads, against evaluating it on each.
@@ -12,10 +12,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from gpufleet.scheduler.plugins.dynamicresources import claims
+from gpufleet.scheduler.plugins.dynamicresources.cel import (
+    compile_selector,
+    device_activation,
+    evaluate,
+    projection,
+    reads,
+)
+from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import FilterError
 from gpufleet.scheduling import check_workloads
-from gpufleet.scheduling.dra import claims
-from gpufleet.scheduling.dra.allocator import FilterError
-from gpufleet.scheduling.dra.cel import compile_selector, device_activation, evaluate, projection, reads
 from tests.scheduling.dra_scenarios import scenario
 from tests.scheduling.test_dra_properties import clusters
 

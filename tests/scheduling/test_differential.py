@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.model import Node, Taint
 from gpufleet.capacity.requests import pod_requests
+from gpufleet.manifests.workloads import workloads_of
 from gpufleet.scheduling import check_workloads
-from gpufleet.scheduling.manifests import workloads_of
 from tests.scheduling import reference_engine
 from tests.scheduling.kube import container, deployment, job, node, pod, pod_spec
 

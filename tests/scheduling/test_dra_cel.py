@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.scheduling.dra.cel import CelError, compile_selector, device_activation, evaluate
+from gpufleet.scheduler.plugins.dynamicresources.cel import CelError, compile_selector, device_activation, evaluate
 
 H100 = device_activation("gpu.nvidia.com", {
     "type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"},

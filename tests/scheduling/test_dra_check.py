@@ -299,7 +299,7 @@ def test_a_bad_dra_object_is_an_input_error_naming_file_object_and_field(tmp_pat
 
 
 def test_a_search_past_its_budget_is_the_schedulers_timeout(tmp_path, monkeypatch):
-    import gpufleet.scheduling.dra.allocator as allocator
+    import gpufleet.scheduler.plugins.dynamicresources.structured.allocator as allocator
 
     monkeypatch.setattr(allocator, "SEARCH_BUDGET", 3)
     code, result = check(tmp_path, [template("t", [gpus(4)]),

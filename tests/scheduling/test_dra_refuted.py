@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from gpufleet.capacity.dra import dra_objects
 from gpufleet.capacity.kubectl import node_from_object
-from gpufleet.scheduling.dra.allocator import Claim, FilterError
-from gpufleet.scheduling.dra.claims import CANNOT_ALLOCATE, DraState
-from gpufleet.scheduling.dra.descent import passes
-from gpufleet.scheduling.dra.refuting import outcomes, refuted
+from gpufleet.scheduler.plugins.dynamicresources.claims import CANNOT_ALLOCATE, DraState
+from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import Claim, FilterError
+from gpufleet.scheduler.plugins.dynamicresources.structured.descent import passes
+from gpufleet.scheduler.plugins.dynamicresources.structured.refuting import outcomes, refuted
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
@@ -136,7 +136,7 @@ def test_a_node_said_to_pass_at_once_passes_in_the_allocator_too(devices, claims
 @given(devices=st.lists(roomy, min_size=2, max_size=12), claims=st.lists(claim, min_size=1, max_size=3),
        budget=st.sampled_from((5, 10, 20, 40, 80)))
 def test_a_search_said_to_run_out_of_steps_runs_out_in_the_allocator_too(devices, claims, budget):
-    import gpufleet.scheduling.dra.allocator as allocator
+    import gpufleet.scheduler.plugins.dynamicresources.structured.allocator as allocator
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(allocator, "SEARCH_BUDGET", budget)  # small: searches that fail run out of it often

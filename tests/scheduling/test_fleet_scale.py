@@ -88,8 +88,8 @@ def test_oversubscribed_fleet_reports_the_later_workloads_pending_with_exit_1(tm
 
 def test_nodes_group_by_what_the_workloads_select_on():
     from gpufleet.capacity.kubectl import node_from_object
-    from gpufleet.scheduling.classes import NodeClasses
-    from gpufleet.scheduling.filters import default_framework
+    from gpufleet.scheduler.classes import NodeClasses
+    from gpufleet.scheduler.filters import default_framework
 
     nodes = [node_from_object(node(f"n{i}", 8, labels={"pool": f"p{i % 3}", "zone": f"z{i % 5}"})) for i in range(60)]
     by_pool = NodeClasses(nodes, [pod_spec(nodeSelector={"pool": "p1"})], default_framework())

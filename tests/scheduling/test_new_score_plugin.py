@@ -1,8 +1,8 @@
 """Adding a score plugin touches its own folder and the profile's list, nothing else.
 
 The example plugin, PreferTier, is written into a folder of the test's own (as a plugin folder under
-gpufleet/scheduling/plugins/ would be) and joins the default profile by one entry in
-gpufleet.scheduling.plugins.default_plugins.PROFILE. The cycle then runs it, its declared reads key the node
+gpufleet/scheduler/plugins/ would be) and joins the default profile by one entry in
+gpufleet.scheduler.plugins.default_plugins.PROFILE. The cycle then runs it, its declared reads key the node
 classes and pass the check of what it reads, and pods go where it says.
 """
 
@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
+from gpufleet.scheduler.plugins import default_plugins
 from gpufleet.scheduling import check_workloads
-from gpufleet.scheduling.plugins import default_plugins
 from tests.scheduling.kube import deployment, node, pod_spec
 from tests.scheduling.plugin_reads import undeclared_reads
 
@@ -24,7 +24,7 @@ PLUGIN = '''
 
 import numpy as np
 
-from gpufleet.scheduling.framework.interface import Plugin, Reads
+from gpufleet.scheduler.framework.interface import Plugin, Reads
 
 
 class PreferTier(Plugin):

@@ -9,10 +9,10 @@ import copy
 import pytest
 
 from gpufleet.capacity.kubectl import node_from_object
-from gpufleet.scheduling.classes import NodeClasses
-from gpufleet.scheduling.filters import default_framework
-from gpufleet.scheduling.framework.interface import Plugin, Reads
-from gpufleet.scheduling.plugins.default_plugins import PROFILE
+from gpufleet.scheduler.classes import NodeClasses
+from gpufleet.scheduler.filters import default_framework
+from gpufleet.scheduler.framework.interface import Plugin, Reads
+from gpufleet.scheduler.plugins.default_plugins import PROFILE
 from tests.scheduling.plugin_reads import NODES, SPEC, recorded_reads, undeclared_reads
 
 

@@ -5,16 +5,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpufleet.capacity.model import Node
-from gpufleet.scheduling.node_tree import tree_order, zone_key
-from gpufleet.scheduling.plugins.helper import default_normalize_score
-from gpufleet.scheduling.plugins.imagelocality import ImageStates, normalized_image_name
-from gpufleet.scheduling.plugins.noderesources import (
+from gpufleet.scheduler.node_tree import tree_order, zone_key
+from gpufleet.scheduler.plugins.helper import default_normalize_score
+from gpufleet.scheduler.plugins.imagelocality import ImageStates, normalized_image_name
+from gpufleet.scheduler.plugins.noderesources import (
     balanced_allocation,
     balanced_allocation_one,
     least_allocated,
     least_allocated_one,
 )
-from gpufleet.scheduling.schedule_one import num_feasible_nodes_to_find
+from gpufleet.scheduler.schedule_one import num_feasible_nodes_to_find
 
 ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.capacity.model import Node
-from gpufleet.scheduling.daemonsets import selects_node
+from gpufleet.scheduler.daemonsets import selects_node
 from gpufleet.validation import node_platform as rules
 from gpufleet.validation.gpu_daemonsets import daemonset_findings
 

@@ -1,0 +1,16 @@
+"""InterPodAffinity (pkg/scheduler/framework/plugins/interpodaffinity)."""
+
+from gpufleet.scheduler.plugins.interpodaffinity.plugin import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    EXISTING_ANTI_AFFINITY,
+    InterPodAffinity,
+    Term,
+    Terms,
+    filter_failures,
+    score,
+    terms_of,
+)
+
+__all__ = ["AFFINITY", "ANTI_AFFINITY", "EXISTING_ANTI_AFFINITY", "InterPodAffinity", "Term", "Terms",
+           "filter_failures", "score", "terms_of"]

@@ -1,1 +1,0 @@
-"""Dynamic Resource Allocation in `gpufleet check`: DRA objects, CEL selectors, the structured allocator."""

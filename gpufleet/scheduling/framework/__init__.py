@@ -1,6 +1,0 @@
-"""The scheduling framework as kube-scheduler v1.34 runs it (pkg/scheduler/framework): what a plugin is
-(`interface`) and the runtime that calls a profile's plugins at each extension point (`runtime`).
-
-The plugins themselves are in gpufleet.scheduling.plugins, one folder each; the default profile (their
-order and weights) is gpufleet.scheduling.plugins.default_plugins.
-"""

@@ -1,5 +1,0 @@
-"""ImageLocality (pkg/scheduler/framework/plugins/imagelocality/image_locality.go)."""
-
-from gpufleet.scheduling.plugins.imagelocality.image_locality import ImageLocality, ImageStates, normalized_image_name
-
-__all__ = ["ImageLocality", "ImageStates", "normalized_image_name"]

@@ -1,5 +1,0 @@
-"""NodePorts (pkg/scheduler/framework/plugins/nodeports/node_ports.go)."""
-
-from gpufleet.scheduling.plugins.nodeports.node_ports import REASON, NodePorts, UsedPorts
-
-__all__ = ["REASON", "NodePorts", "UsedPorts"]

@@ -1,5 +1,0 @@
-"""NodeUnschedulable (pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go)."""
-
-from gpufleet.scheduling.plugins.nodeunschedulable.node_unschedulable import REASON, NodeUnschedulable
-
-__all__ = ["REASON", "NodeUnschedulable"]

@@ -1,5 +1,0 @@
-"""TaintToleration (pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go)."""
-
-from gpufleet.scheduling.plugins.tainttoleration.taint_toleration import TaintToleration, tolerated, tolerates
-
-__all__ = ["TaintToleration", "tolerated", "tolerates"]
