@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.capacity.model import Node
-from gpufleet.scheduler.plugins.dynamicresources.structured.pools import node_pools
+from gpufleet.scheduler.plugins.dynamicresources.structured import node_pools
 
 #: String attributes (in the device's driver domain) that name what a device is, most specific first:
 #: a MIG device's profile, a GPU's product (the NVIDIA driver publishes both).

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import (
+from gpufleet.scheduler.plugins.dynamicresources.structured import (
+    SELECTED,
     Alternative,
     Claim,
     alternatives,
     constraints_on,
     requests_of,
 )
-from gpufleet.scheduler.plugins.dynamicresources.structured.counting import PASS
 from gpufleet.scheduling.dra_offer import Selectors, attribute, class_expressions
 from gpufleet.scheduling.unmet import GPU, most_known
 
@@ -135,7 +135,7 @@ class Explaining:
         key = (alt.class_name, alt.selectors, constrained)
         most = self._most.get(key)
         if most is None:
-            selected = self.state.table().selected(self.state, alt, claim) == PASS
+            selected = self.state.table().selected(self.state, alt, claim) == SELECTED
             most = self._most[key] = self._most_per_node(selected, constrained)
         return bool(len(positions)) and int(most[positions].max()) >= (1 if alt.all else alt.count)
 
@@ -155,11 +155,9 @@ class Explaining:
         found = self._passes.get(expression)
         if found is None:
             from gpufleet.scheduler.plugins.dynamicresources.cel import reads
-            from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import Allocator
 
             state, table = self.state, self.state.table()
-            ask = Allocator(state.objects.classes, [], set(), state._selected, state._activations,
-                            state._outcomes)
+            ask = state.selector_asker()
             paths = reads(expression)
             kinds = table.kinds(ask, paths if paths is None else tuple(sorted(paths)))
             looks, first = np.unique(kinds, return_index=True)
@@ -207,7 +205,7 @@ class Explaining:
         table = self.state.table()
         return tuple(c for c in sorted(self.state.objects.classes)
                      if (table.selected(self.state, Alternative("", c, (), False, 1, False), claim)[entries]
-                         == PASS).any())
+                         == SELECTED).any())
 
 
 def _words(which: str, where: str, problem, table) -> tuple[str, str]:

@@ -210,7 +210,7 @@ class Simulation:
     def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
         """A pod with DRA claims: the DynamicResources filter runs last, on the nodes that pass the rest."""
         from gpufleet.scheduler.plugins.dynamicresources.claims import NOT_ON_NODE, release_unreserved
-        from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import FilterError
+        from gpufleet.scheduler.plugins.dynamicresources.structured import FilterError
 
         needs = dra.needs(w.namespace, w.name, w.spec)
         if needs.gated:

@@ -17,18 +17,20 @@ from gpufleet.capacity.dra import Device, DraObjects
 from gpufleet.capacity.model import Node
 from gpufleet.capacity.quantity import parse
 from gpufleet.scheduler.helpers.nodeaffinity import node_selector_matches
-from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import (
+from gpufleet.scheduler.plugins.dynamicresources import structured
+from gpufleet.scheduler.plugins.dynamicresources.structured import (
     Allocator,
     Claim,
     FilterError,
+    Looks,
     OutOfBudget,
+    Pool,
+    Table,
+    countable,
     missing_class,
+    node_pools,
+    relevance,
 )
-from gpufleet.scheduler.plugins.dynamicresources.structured.counting import Table, countable, counted
-from gpufleet.scheduler.plugins.dynamicresources.structured.descent import passes
-from gpufleet.scheduler.plugins.dynamicresources.structured.likeness import Looks, relevance
-from gpufleet.scheduler.plugins.dynamicresources.structured.pools import Pool, node_pools
-from gpufleet.scheduler.plugins.dynamicresources.structured.refuting import outcomes
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
@@ -199,13 +201,17 @@ class DraState:
             del self._verdicts[next(iter(self._verdicts))]
         return NodeOutcomes(self, needs, verdicts)
 
+    def selector_asker(self) -> Allocator:
+        """An allocator with no devices, to ask what the selectors say of a device (its answers cached with the
+        runs' shared ones)."""
+        return Allocator(self.objects.classes, [], set(), self._selected, self._activations, self._outcomes)
+
     def looks(self, what: tuple) -> Looks:
         """The looks of the nodes for claims of this relevance. Relevances that split the nodes alike (a
         fleet's hundreds of claim shapes split it a dozen ways) share one: the same look, the same answer."""
         found = self._looks.get(what)
         if found is None:
-            ask = Allocator(self.objects.classes, [], set(), self._selected, self._activations, self._outcomes)
-            fixed = self.table().fixed(ask, what)
+            fixed = self.table().fixed(self.selector_asker(), what)
             split = fixed.tobytes()  # canonical: ids by first appearance
             found = self._looks_by_split.get(split)
             if found is None:
@@ -306,7 +312,7 @@ class NodeOutcomes:
     raise it in its own words), else a reason (`reason`)."""
 
     REASONS = (CANNOT_ALLOCATE, NOT_ON_NODE, TIMED_OUT)
-    _UNKNOWN = -2
+    _UNKNOWN = structured.UNKNOWN
 
     def __init__(self, state: DraState, needs: Needs, verdicts: Verdicts):
         self.state, self.needs, self.verdicts = state, needs, verdicts
@@ -333,22 +339,11 @@ class NodeOutcomes:
     def _allocation(self, positions: np.ndarray, looks: np.ndarray) -> np.ndarray:
         """The filter's code on nodes of these (distinct) looks, for the claims to allocate."""
         state, needs = self.state, self.needs
-        if self.alts is not None:
-            codes = counted(state, state.table(), state.free(), self.alts, [c for c, _ in needs.allocate], positions)
-            codes[codes == 1] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
-        else:
-            codes = np.full(len(positions), self._UNKNOWN, dtype=np.int8)
-        unsure = codes == self._UNKNOWN
-        if unsure.any():
-            claims = [c for c, _ in needs.allocate]
-            fails, slow = outcomes(state, state.table(), state.free(), claims, positions[unsure])
-            codes[np.flatnonzero(unsure)[fails]] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
-            codes[np.flatnonzero(unsure)[slow]] = 1 + self.REASONS.index(TIMED_OUT)
-            unsure = codes == self._UNKNOWN
-            if unsure.any():
-                codes[np.flatnonzero(unsure)[passes(state, state.table(), state.free(), claims, positions[unsure])]] = 0
-            for j in np.flatnonzero(codes == self._UNKNOWN).tolist():
-                codes[j] = self.verdicts.learn(int(looks[j]), state, int(positions[j]), needs)
+        codes = structured.decide(state, self.alts, [c for c, _ in needs.allocate], positions)
+        codes[codes == structured.TIMED_OUT] = 1 + self.REASONS.index(TIMED_OUT)
+        codes[codes == structured.CANNOT_ALLOCATE] = 1 + self.REASONS.index(CANNOT_ALLOCATE)
+        for j in np.flatnonzero(codes == self._UNKNOWN).tolist():  # only the search itself can tell
+            codes[j] = self.verdicts.learn(int(looks[j]), state, int(positions[j]), needs)
         return codes
 
     def _on_node(self, positions: np.ndarray) -> np.ndarray:

@@ -33,6 +33,8 @@ from gpufleet.scheduler.plugins.dynamicresources.structured.allocator import (
 
 #: Per device of a node: the selectors pass, reject, or fail on it.
 PASS, REJECT, ERROR = 1, 0, 2
+#: What `Table.selected` says of a device its selectors pass, by the name the package exports.
+SELECTED = PASS
 #: Nodes with more devices than this have a fixed part of their own (`Table.fixed`).
 _FIXED_WIDTH = 128
 
