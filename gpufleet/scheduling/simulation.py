@@ -208,26 +208,27 @@ class Simulation:
         return start
 
     def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
-        """A pod with DRA claims: the DynamicResources filter runs last, on the nodes that pass the rest."""
-        from gpufleet.scheduler.plugins.dynamicresources.claims import NOT_ON_NODE, release_unreserved
+        """A pod with DRA claims, through the profile's claims plugin (DynamicResources): its PreFilter, then the
+        cycle with its Filter last, on the nodes that pass the rest; PostFilter when no node passes, Reserve on
+        the chosen node."""
         from gpufleet.scheduler.plugins.dynamicresources.structured import FilterError
 
-        needs = dra.needs(w.namespace, w.name, w.spec)
+        framework = shape.framework
+        plugin = framework.claims_plugins[0]
+        needs = plugin.pre_filter(dra, w.namespace, w.name, w.spec)
         if needs.gated:
             return Cycle(None, 0, needs.gated), None
         if needs.prefilter:
             return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None
-        tried = dra.tried(needs)
+        outcomes = plugin.filter_claims(dra, needs)
         try:
-            cycle = schedule_one(snap, shape, start, rng, tried)
+            cycle = schedule_one(snap, shape, start, rng, outcomes)
         except FilterError as e:
-            return Cycle(None, snap.n, f'running "DynamicResources" filter plugin: {e}'), None
-        if cycle.node is None:
-            if cycle.extra_failures.get(NOT_ON_NODE):  # an allocated claim was unavailable on some node
-                release_unreserved(dra, needs)  # the pod stays Pending this attempt; later pods get the devices
+            return Cycle(None, snap.n, f'running "{plugin.name}" filter plugin: {e}'), None
+        if cycle.node is None:  # the pod stays Pending this attempt; what PostFilter frees, later pods may have
+            framework.run_post_filter_plugins({plugin.name: dra}, {plugin.name: needs}, cycle.extra_failures)
             return cycle, None
-        used, allocated = dra.commit(snap.nodes[cycle.node], needs, tried.found(cycle.node))
-        return cycle, (used, allocated)
+        return cycle, plugin.reserve(dra, needs, outcomes, cycle.node)
 
     def _decisive(self, snap: Snapshot, tied: np.ndarray, claims: bool) -> bool:
         if snap.n >= _WHOLE_FLEET or claims or snap.ports is not None:

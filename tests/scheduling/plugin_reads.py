@@ -62,6 +62,32 @@ SPEC = {
 }
 
 
+#: The DRA objects a claims plugin (DynamicResources) is run with: a class, one slice on node a by name and
+#: one on the gpu pool by node selector, a template of one device, and a named claim allocated on node a.
+_DRIVER = "gpu.nvidia.com"
+DRA = [
+    {"kind": "DeviceClass", "metadata": {"name": "gpu"},
+     "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{_DRIVER}'"}}]}},
+    {"kind": "ResourceSlice", "metadata": {"name": "a"},
+     "spec": {"driver": _DRIVER, "nodeName": "a", "pool": {"name": "a", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(2)]}},
+    {"kind": "ResourceSlice", "metadata": {"name": "shared"},
+     "spec": {"driver": _DRIVER, "pool": {"name": "shared", "generation": 1, "resourceSliceCount": 1},
+              "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                  {"key": "pool", "operator": "In", "values": ["gpu"]}]}]},
+              "devices": [{"name": "gpu-s", "attributes": {"index": {"int": 9}}}]}},
+    {"kind": "ResourceClaimTemplate", "metadata": {"name": "one", "namespace": "ns"},
+     "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "held", "namespace": "ns"},
+     "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}},
+     "status": {"allocation": {"devices": {"results": [
+         {"request": "g", "driver": _DRIVER, "pool": "shared", "device": "gpu-s"}]},
+         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+             {"key": "metadata.name", "operator": "In", "values": ["a"]}]}]}}}},
+]
+CLAIMS = [{"name": "mine", "resourceClaimTemplateName": "one"}, {"name": "theirs", "resourceClaimName": "held"}]
+
+
 def _node(name: str, pool: str, zone: str, taints: list[dict], unschedulable: bool = False) -> dict:
     labels = {"pool": pool, "zone": zone, "kubernetes.io/hostname": name}
     return {"metadata": {"name": name, "labels": labels},
@@ -222,7 +248,7 @@ def recorded_reads(plugin, spec: dict = SPEC, nodes=NODES) -> _Seen:
     shape = _Derived(real, rec_spec, _Classes(rec_nodes), _DERIVED, seen)
     rec_terms = _Derived(terms, rec_spec, None, _TERMS, seen)
     everything = np.arange(snap.n)
-    if hasattr(plugin, "pre_filter"):
+    if hasattr(plugin, "pre_filter") and not hasattr(plugin, "filter_claims"):  # a claims plugin: below
         given = {"spec": rec_spec, "requests": real.requests, "extended_resource_toleration": True}
         plugin.pre_filter(**{name: given[name] for name in inspect.signature(plugin.pre_filter).parameters})
     context = plugin.node_context([rec_spec]) if hasattr(plugin, "node_context") else None
@@ -244,7 +270,28 @@ def recorded_reads(plugin, spec: dict = SPEC, nodes=NODES) -> _Seen:
         state = plugin.pod_state(rec_spec, "ns", {"app": "a"}, np.ones(snap.n, dtype=bool))
         plugin.pod_filter(state, snap)
         plugin.pod_score(state, snap, everything)
+    if hasattr(plugin, "filter_claims"):
+        _run_claims_plugin(plugin, _Dict({**spec, "resourceClaims": CLAIMS}, "", seen), rec_nodes, everything)
     return seen
+
+
+def _run_claims_plugin(plugin, spec: _Dict, nodes: list, everything: np.ndarray) -> None:
+    """PreFilter and Filter on every node (node a passes, b and c are not where the named claim is), Reserve on
+    node a; then, on a fresh state, PostFilter with the reasons the other nodes failed for."""
+    from gpufleet.capacity.dra import dra_objects
+    from gpufleet.scheduler.plugins.dynamicresources.claims import DraState
+
+    for reserve in (True, False):
+        state = DraState(dra_objects(DRA))
+        state.attach(nodes)
+        needs = plugin.pre_filter(state, "ns", "p", spec)
+        outcomes = plugin.filter_claims(state, needs)
+        codes = outcomes.codes(everything)
+        assert codes.tolist()[0] == 0 and all(c > 0 for c in codes.tolist()[1:]), codes
+        if reserve:
+            plugin.reserve(state, needs, outcomes, 0)
+        else:
+            plugin.post_filter(state, needs, {outcomes.reason(int(c)): 1 for c in codes.tolist()[1:]})
 
 
 def undeclared_reads(plugin, spec: dict = SPEC, nodes=NODES) -> tuple[set[str], set[str]]:

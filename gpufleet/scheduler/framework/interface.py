@@ -16,6 +16,13 @@ Extension points, in the order a cycle runs them:
 - `score(snap, state, nodes) -> raw` and `score_one(snap, state, i)`: a score of each node on its own; or
   `raw` (an array over all nodes, from `pre_score`) with `normalize_score(raw_of_window)` for a score that
   is normalised over the scored nodes (NormalizeScore).
+- `pre_filter(state, namespace, name, spec)`, `filter_claims(state, needs)` and `reserve(state, needs,
+  outcomes, pos)`: a plugin whose Filter reads the cluster's claims and devices (DynamicResources), through
+  a state of its own (one per run): its PreFilter, its Filter over many nodes at once (asked last, on the
+  nodes that pass the rest) and its Reserve on the chosen node.
+- `post_filter(state, pod_state, failures) -> node | None`: PostFilter, after a pod found no node: what the
+  plugin does about it (DynamicResources deallocates an idle claim), and the node it nominates, if any.
+  The runtime runs them in the profile's order until one nominates a node.
 Plugins whose filter and score count other pods (PodTopologySpread, InterPodAffinity) have
 `pod_filter(state, snap) -> [(reason, mask)]` and `pod_score(state, snap, window) -> scores | None`, with
 `pod_state(spec, namespace, labels, affinity_ok)` as their PreFilter / PreScore.

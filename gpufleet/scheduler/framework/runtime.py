@@ -6,6 +6,9 @@ gpufleet.scheduler.framework.interface) once; a pod shape then asks it for
 - the static filters (RunFilterPlugins on what the pod and the node alone decide, once per node class);
 - the filters over placed pods (RunFilterPlugins on NodePorts, NodeResourcesFit: `run_filter_plugins`);
 - the filters and scores that count other pods (`run_pod_filters`, `run_pod_scores`);
+- the plugins whose Filter reads the cluster's claims and devices (`claims_plugins`: DynamicResources, asked
+  last, on the nodes that pass the rest) and, when a pod found no node, the PostFilter plugins
+  (`run_post_filter_plugins`);
 - its scores (PreScore once per shape: `pre_score`; Score and NormalizeScore: `base_scores` for the scores a
   node gets on its own, kept between cycles, `window_scores` for those normalised over the scored nodes).
 A node reports its first failing filter, except that one plugin reports every reason it fails for (as
@@ -51,6 +54,36 @@ class NormalizedScore(PreScore, Protocol):
     def normalize_score(self, raw: np.ndarray) -> np.ndarray: ...
 
 
+class ClaimsPlugin(Protocol):
+    """A plugin whose Filter reads the cluster's claims and devices (DynamicResources): its state is one per
+    run, given at each point; its PreFilter gives the pod's part, its Filter answers many nodes at once (the
+    cycle's ExtraFilter) and Reserve records the node chosen."""
+
+    name: str
+
+    def pre_filter(self, state: Any, namespace: str, name: str, spec: dict) -> Any: ...
+
+    def filter_claims(self, state: Any, needs: Any) -> Any: ...
+
+    def reserve(self, state: Any, needs: Any, outcomes: Any, pos: int) -> Any: ...
+
+
+class PostFilter(Protocol):
+    """What a plugin does when a pod found no node: returns the node it nominates, or None."""
+
+    name: str
+
+    def post_filter(self, state: Any, pod_state: Any, failures: dict[str, int]) -> int | None: ...
+
+
+def _filters_claims(plugin: Plugin) -> TypeGuard[ClaimsPlugin]:
+    return hasattr(plugin, "filter_claims")
+
+
+def _post_filters(plugin: Plugin) -> TypeGuard[PostFilter]:
+    return hasattr(plugin, "post_filter")
+
+
 def _filters_nodes(plugin: Plugin) -> TypeGuard[NodeFilter]:
     return hasattr(plugin, "filter_nodes")
 
@@ -88,6 +121,8 @@ class Framework:
         self.static_filters = [p for p in self.plugins if hasattr(p, "filter_node")]
         self.node_filters = [p for p in self.plugins if _filters_nodes(p)]
         self.pod_plugins = [p for p in self.plugins if hasattr(p, "pod_state")]
+        self.claims_plugins = [p for p in self.plugins if _filters_claims(p)]
+        self.post_filters = [p for p in self.plugins if _post_filters(p)]
         self.scorers = [(weight, p) for p, weight in profile if weight and _pre_scores(p)]
         self.pod_scorers = [(weight, p) for p, weight in profile if weight and hasattr(p, "pod_score")]
         self._node_signers = [(i, p) for i, p in enumerate(self.plugins)
@@ -159,6 +194,17 @@ class Framework:
     @staticmethod
     def run_pod_filters(states: list, snap) -> list[tuple[str, np.ndarray]]:
         return [found for plugin, state in states for found in plugin.pod_filter(state, snap)]
+
+    def run_post_filter_plugins(self, states: dict[str, Any], pod_states: dict[str, Any],
+                                failures: dict[str, int]) -> int | None:
+        """RunPostFilterPlugins: after a pod found no node, each PostFilter plugin in the profile's order (the
+        run's `states` and the pod's `pod_states` by plugin name; `failures`: nodes per reason) until one
+        nominates a node; None when none does."""
+        for plugin in self.post_filters:
+            nominated = plugin.post_filter(states.get(plugin.name), pod_states.get(plugin.name), failures)
+            if nominated is not None:
+                return nominated
+        return None
 
     # scores
 

@@ -2,13 +2,15 @@
 (pkg/scheduler/apis/config/v1/default_plugins.go). The one place where a plugin joins the profile.
 
 Not listed: plugins whose answers a check cannot change (SchedulingGates, PrioritySort, NodeName, the volume
-plugins, DefaultPreemption, DefaultBinder). DynamicResources runs last among the filters, for pods with
-claims (gpufleet.scheduler.plugins.dynamicresources), handed to the cycle by the simulation.
+plugins, DefaultBinder), and DefaultPreemption, not emulated: a check evicts no running pod. DynamicResources
+stands where v1.34's applyDynamicResources puts it, just before DefaultPreemption: its Filter runs last, and
+its PostFilter (deallocating an idle claim) comes before preemption's.
 """
 
 from __future__ import annotations
 
 from gpufleet.scheduler.framework.interface import Plugin
+from gpufleet.scheduler.plugins.dynamicresources import DynamicResources
 from gpufleet.scheduler.plugins.imagelocality import ImageLocality
 from gpufleet.scheduler.plugins.interpodaffinity import InterPodAffinity
 from gpufleet.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -27,6 +29,7 @@ PROFILE: list[tuple[Plugin, int | None]] = [
     (Fit(), 1),
     (PodTopologySpread(), 2),
     (InterPodAffinity(), 2),
+    (DynamicResources(), None),
     (BalancedAllocation(), 1),
     (ImageLocality(), 1),
 ]
