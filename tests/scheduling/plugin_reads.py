@@ -184,6 +184,23 @@ class _Node:
         return getattr(self._node, name)
 
 
+#: The snapshot's per-node arrays -> the node attribute each is made of (what a plugin reads through them).
+_PER_NODE = {"alloc": ("allocatable",), "score_alloc": ("allocatable", "unknown"), "unknown": ("unknown",),
+             "domains": ("labels",)}
+
+
+class _Snap:
+    """A snapshot that records the node attributes read through its per-node arrays."""
+
+    def __init__(self, real, seen: _Seen):
+        self.__dict__.update(_real=real, _seen=seen)
+
+    def __getattr__(self, name: str):
+        if name in _PER_NODE:
+            self._seen.node.update(_PER_NODE[name])
+        return getattr(self._real, name)
+
+
 #: Pod shape attributes derived from the spec -> the spec paths they come from.
 _DERIVED = {**{a: REQUESTS for a in ("requests", "nonzero", "cpu", "memory", "best_effort", "fit")},
             "ports": NodePorts.reads.pod}
@@ -206,6 +223,8 @@ class _Derived:
             return self._classes
         if name == "terms":
             return _Derived(self._real.terms, self._spec, None, _TERMS, self._seen)
+        if name == "images":  # the fleet's images, per node
+            self._seen.node.add("images")
         if name in self._derived:
             self._seen.pod.update(self._derived[name])
         elif name not in _FLEET:
@@ -243,6 +262,7 @@ def recorded_reads(plugin, spec: dict = SPEC, nodes=NODES) -> _Seen:
     snap = Snapshot(nodes, [running])
     snap.pods = PodsOnNodes(snap.n, [(0, "ns", {"app": "a"})])
     snap.placed = PlacedTerms(snap.n)
+    snap = _Snap(snap, seen)
     rec_spec = _Dict(spec, "", seen)
     rec_nodes = [_Node(n, seen) for n in nodes]
     shape = _Derived(real, rec_spec, _Classes(rec_nodes), _DERIVED, seen)

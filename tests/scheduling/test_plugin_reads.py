@@ -30,6 +30,29 @@ def test_each_plugin_reads_the_pod_fields_it_declares(plugin):
     assert unused == []
 
 
+@pytest.mark.parametrize("plugin", [p for p, _ in PROFILE], ids=[p.name for p, _ in PROFILE])
+def test_each_plugin_reads_the_node_attributes_it_declares(plugin):
+    """Node attributes count whether read from the node or through the snapshot's per-node arrays made of
+    them (allocatable, labels by topology domain, images)."""
+    seen = recorded_reads(plugin).node
+    assert [a for a in (*plugin.reads.node, *plugin.reads.per_node) if a not in seen] == []
+
+
+class _ReadsAllocatablePerNode(Plugin):
+    name = "SneakyFit"
+    reads = Reads(pod=("containers",))
+
+    def filter_nodes(self, snap, shape, at):
+        return {"too small": snap.alloc["cpu"][at] < 1}
+
+    def fails_on(self, snap, shape, i):
+        return bool(snap.alloc["cpu"][i] < 1)
+
+
+def test_a_plugin_reading_a_per_node_array_it_does_not_declare_is_caught():
+    assert undeclared_reads(_ReadsAllocatablePerNode()) == (set(), {"allocatable"})
+
+
 class _ReadsTheSchedulerName(Plugin):
     name = "Sneaky"
     reads = Reads(pod=("tolerations",))

@@ -31,7 +31,8 @@ Plugins whose filter and score count other pods (PodTopologySpread, InterPodAffi
 and node attributes the plugin reads. Cache keys are built from it (`sign_pod`, `sign_node`; a plugin that
 reads only some labels narrows its node fragment with `node_context(specs)`), and
 tests/scheduling/test_plugin_reads.py fails when a plugin reads a pod field or a node attribute it does not
-declare (what it reads through the snapshot's per-node arrays is declared as `per_node`, not recorded).
+declare, or declares one it never reads; a node attribute read through the snapshot's per-node arrays
+(allocatable, labels by topology domain, images) counts as read, and is declared as `per_node`.
 """
 
 from __future__ import annotations
