@@ -121,6 +121,25 @@ def headroom_fleet(project: Path) -> list[str]:
     return []
 
 
+def autoscaling(project: Path) -> list[str]:
+    """One A100 node of group a100 and a Deployment of six 1-GPU pods; groups.yaml is the file
+    docs/autoscaling.md shows (a100 like that node, and an H100 template)."""
+    doc = (ROOT / "docs" / "autoscaling.md").read_text()
+    groups = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    gpu = {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "4"}
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "gpu-0", "labels": {"gpufleet.dev/node-group": "a100",
+                                                     "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}},
+            "status": {"allocatable": gpu, "capacity": gpu}}
+    app = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"},
+           "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "infer"}}, "template": {
+               "metadata": {"labels": {"app": "infer"}}, "spec": {"containers": [{
+                   "name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "resources": {
+                       "requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"nvidia.com/gpu": 1}}}]}}}}
+    write(project, {"nodes.json": kubectl_list([node]), "groups.yaml": groups, "app.yaml": yaml.safe_dump(app)})
+    return []
+
+
 def broken_stack(project: Path) -> list[str]:
     """`dev` with the two mistakes the README's example names: `mode: operatr`, `gpu: {count: 0.5}`."""
     doc = yaml.safe_load((project / "Pulumi.dev.yaml").read_text())
@@ -167,6 +186,7 @@ SCENARIOS = [
     Scenario("headroom fleet", names("trainer.yaml"), headroom_fleet),
     Scenario("L4 trap", names("workloads.yaml"), l4_trap),
     Scenario("DRA cluster", names(*DRA_FILES), dra_cluster),
+    Scenario("autoscaling", names("groups.yaml"), autoscaling),
     Scenario("cluster", lambda e: True, cluster, {"<stack>": "dev", "MANIFEST...": "app.yaml"}),
 ]
 

@@ -8,7 +8,8 @@ import re
 from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = ("gpufleet/manifests", "gpufleet/admission", "gpufleet/scheduler", "gpufleet/scheduling")
+PACKAGES = ("gpufleet/manifests", "gpufleet/admission", "gpufleet/scheduler", "gpufleet/autoscaler",
+            "gpufleet/scheduling")
 
 
 def _drawing() -> list[str]:

@@ -50,6 +50,9 @@ def _verdict(result: CheckResult) -> str:
 
 def _print_human(result: CheckResult) -> None:
     summary = f"{len(result.checked)} workload(s) checked: {_verdict(result)}"
+    if result.scale_up is not None:
+        for line in result.scale_up.lines():
+            print(line)
     if not result.unschedulable and not result.warnings:
         print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
         return
@@ -175,16 +178,32 @@ def with_origin(docs, run):
 
 
 def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
-              extended_resource_toleration: bool, live=None) -> CheckResult:
-    """Read every input (reporting all problems at once), then check. Raises InputError for unusable input."""
+              extended_resource_toleration: bool, live=None, scale=None) -> CheckResult:
+    """Read every input (reporting all problems at once), then check. Raises InputError for unusable input.
+
+    `scale`: (node groups file, ScaleUpOptions) to check with cluster-autoscaler's scale-up; the verdicts of the
+    scale-up are then `result.scale_up`."""
     from gpufleet.cli._node_platform import add_node_platform_findings
     from gpufleet.scheduling import check_workloads
 
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
+    groups = None
+    if scale is not None:
+        from gpufleet.autoscaler.nodegroups import read_node_groups
+
+        groups = read_node_groups(scale[0], cap.nodes)
 
     def check() -> CheckResult:
-        result = check_workloads(cap.nodes, cap.pods, cap.objects + [d.obj for d in docs],
-                                 extended_resource_toleration=extended_resource_toleration)
+        objects = cap.objects + [d.obj for d in docs]
+        if groups is None:
+            result = check_workloads(cap.nodes, cap.pods, objects,
+                                     extended_resource_toleration=extended_resource_toleration)
+        else:
+            from gpufleet.scheduling.scaleup import check_with_scale_up
+
+            result, verdicts = check_with_scale_up(cap.nodes, cap.pods, objects, groups, scale[1],
+                                                   extended_resource_toleration=extended_resource_toleration)
+            result.scale_up = verdicts
         add_policy_findings(result, [d.obj for d in docs], cap.nodes)
         add_node_platform_findings(result, [d.obj for d in docs], cap.nodes)
         return result
@@ -256,19 +275,62 @@ def command(
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
+    node_groups: Annotated[Path | None, typer.Option(
+        "--node-groups", metavar="FILE",
+        help="Node groups the cluster autoscaler may grow (YAML list of name, minSize, maxSize, targetSize, "
+             "template); verdicts then say what runs after scale-up (docs/autoscaling.md).")] = None,
+    expander: Annotated[str, typer.Option(
+        "--expander", help="With --node-groups: the autoscaler's expander (least-waste, most-pods, random).")
+    ] = "least-waste",
+    max_nodes_total: Annotated[int, typer.Option(
+        "--max-nodes-total", min=0, help="With --node-groups: the cluster's node cap (0: none).")] = 0,
+    gpu_total: Annotated[str | None, typer.Option(
+        "--gpu-total", metavar="MIN:MAX", help="With --node-groups: the cluster's GPU limits.")] = None,
+    expendable_cutoff: Annotated[int, typer.Option(
+        "--expendable-pods-priority-cutoff",
+        help="With --node-groups: pods of lower priority are not scaled up for.")] = -10,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
-    Exit 0 fits, 1 not, 2 bad input."""
+    Exit 0 fits (now, or after scale-up with --node-groups), 1 not, 2 bad input."""
     try:
+        scale = _scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff)
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
-        result = run_check(manifests, nodes, pods, extended_resource_toleration, live)
+        result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale)
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e
     if as_json:
         import json
 
-        print(json.dumps(result.to_json()))
+        out = result.to_json()
+        if result.scale_up is not None:
+            out.update(result.scale_up.to_json())
+        print(json.dumps(out))
     else:
         _print_human(result)
     raise SystemExit(result.exit_code)
+
+
+def _scale_options(node_groups: Path | None, expander: str, max_nodes_total: int, gpu_total: str | None,
+                   expendable_cutoff: int):
+    """(node groups file, ScaleUpOptions), or None without --node-groups; InputError for a bad option."""
+    given = [name for name, v in (("--expander", expander != "least-waste"), ("--max-nodes-total", max_nodes_total),
+                                  ("--gpu-total", gpu_total), ("--expendable-pods-priority-cutoff",
+                                                               expendable_cutoff != -10)) if v]
+    if node_groups is None:
+        if given:
+            raise InputError(f"{', '.join(given)} go(es) with --node-groups FILE (the groups the autoscaler grows)")
+        return None
+    from gpufleet.autoscaler.expander import EXPANDERS
+    from gpufleet.scheduling.scaleup import ScaleUpOptions
+
+    if expander not in EXPANDERS:
+        raise InputError(f"--expander {expander!r}: allowed: {', '.join(EXPANDERS)}")
+    limits = None
+    if gpu_total is not None:
+        low, sep, high = gpu_total.partition(":")
+        if not sep or not low.isdigit() or not high.isdigit() or int(low) > int(high):
+            raise InputError(f"--gpu-total {gpu_total!r}: expected MIN:MAX, two counts of GPUs with MIN <= MAX "
+                             "(e.g. 0:64)")
+        limits = (int(low), int(high))
+    return node_groups, ScaleUpOptions(max_nodes_total, limits, expander, expendable_cutoff)

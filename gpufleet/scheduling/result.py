@@ -44,7 +44,7 @@ class Unschedulable:
     rule of the policy pack refuses (`message` starts with `[<policy name>]`)."""
 
     workload: str
-    reason: Literal["rejected", "pending", "memory", "policy"]
+    reason: Literal["rejected", "pending", "memory", "policy", "never"]
     pending: int
     message: str
     blocked: Blocked | None = None
@@ -56,9 +56,20 @@ class Unschedulable:
     defaulted: tuple = ()
     """The requests and limits LimitRange defaults put into its pods (admission.Defaulted): where a request the
     template does not make came from."""
+    groups: dict[str, str] | None = None
+    """With node groups (`never`: no scale-up helps it): per node group, why."""
+    scale_up: dict[str, int] | None = None
+    """With node groups, when scale-up places some of its pods: per node group, its pods on the added nodes."""
+    stopped_by: str = ""
+    """With node groups, when scale-up places only some of its pods: what left the rest Pending."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
+        if self.groups is not None:
+            out["groups"] = self.groups
+        if self.scale_up is not None:
+            out["scaleUp"] = [{"nodeGroup": g, "pods": n} for g, n in self.scale_up.items()]
+            out["stoppedBy"] = self.stopped_by
         if self.admitted is not None:
             out["admitted"] = self.admitted
         if self.refused_by:
@@ -111,6 +122,9 @@ class CheckResult:
     device_uses: list[tuple[str, str, str]] = field(default_factory=list)
     #: Pods left Pending in each seeded run, per workload (`gpufleet headroom`). Not part of the JSON contract.
     pending_by_run: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: With node groups (`check --node-groups`): the autoscaler's scale-ups and what runs after them
+    #: (gpufleet.scheduling.scaleup.ScaleUpVerdicts); its JSON is added by the command.
+    scale_up: Any = None
 
     @property
     def fits(self) -> bool:

@@ -1,0 +1,206 @@
+"""The scale-up loop (core/scaleup/orchestrator, cluster-autoscaler-1.34.5), run as the autoscaler runs it
+once per loop until nothing more is added.
+
+One pass:
+1. pods that fit the nodes on their way (upcoming: a group's target size above the nodes it has, and what
+   earlier passes added) are no longer pending, first fit, higher priority first;
+2. the node groups that can grow: below their max size, and adding one node keeps the cluster within its GPU
+   limit (otherwise skipped, with the reason);
+3. per group, the pending pod groups whose exemplar passes the filters on the group's template (with the
+   DaemonSet pods a new node runs), and the binpacking estimate for them: an option;
+4. the expander picks one option; its node count is capped by --max-nodes-total, the GPU limit and the group's
+   max size; the group's target grows by that much.
+Pods below the expendable priority cutoff (-10 unless given) are never scaled for.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from gpufleet.autoscaler.estimator import MAX_NODES_PER_SCALEUP, PodGroup, estimate, node_limit
+from gpufleet.autoscaler.expander import Option, best_option
+from gpufleet.autoscaler.nodegroups import NodeGroup, copy_of
+from gpufleet.autoscaler.simulator import FreshNode, PendingPod
+from gpufleet.capacity.model import Node
+
+GPU = "nvidia.com/gpu"
+MAX_GROUP = "max node group size reached"
+MAX_TOTAL = "max cluster size reached (--max-nodes-total)"
+MAX_GPU = "max cluster gpu limit reached (--gpu-total)"
+EXPENDABLE = "priority below the expendable pods cutoff: the autoscaler does not scale up for it"
+NO_GPU_TEMPLATE = ("its template declares no nvidia.com/gpu, so a node added from zero holds none: give the "
+                   "template the GPUs its nodes have (Cluster API: the MachineDeployment's "
+                   "capacity.cluster-autoscaler.kubernetes.io/gpu-count and gpu-type annotations; AKS: a GPU VM "
+                   "size for the pool; a --node-groups file: status.allocatable and capacity)")
+#: Passes of the loop at most (each adds at least one node; the groups' room bounds them long before).
+_PASSES = 10_000
+
+
+@dataclass
+class Pending:
+    """A workload's pods left Pending by the scheduler."""
+
+    workload: str
+    spec: dict
+    pod: PendingPod
+    count: int
+    priority: int = 0
+    requests: tuple[int, int] = (0, 0)
+    """One pod's effective cpu (milli) and memory (bytes) requests (least-waste counts them)."""
+
+
+@dataclass
+class ScaleUpPlan:
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per group that grows: (target size before, after)."""
+    picks: list[tuple[str, int, str]] = field(default_factory=list)
+    """Per pass that added nodes: (group, nodes added, what else the expander weighed: other options)."""
+    reasons: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per workload, per group that cannot take its pods: why (the filter's words, or the group's cap)."""
+    caps: dict[str, str] = field(default_factory=dict)
+    """Per workload whose pods a cap left Pending where a group could have taken them: which cap."""
+    expendable: list[str] = field(default_factory=list)
+    added: list[tuple[str, Node]] = field(default_factory=list)
+    """The nodes added and on their way: (group, node), node names `<group>-new-<i>`."""
+
+
+def _gpus(node: Node) -> int:
+    return node.capacity.get(GPU, node.allocatable.get(GPU, 0))
+
+
+class _Groups:
+    def __init__(self, groups: list[NodeGroup], daemonsets: list[PendingPod]):
+        self.groups = groups
+        self.daemonsets = daemonsets
+        self._ds: dict[str, list[PendingPod]] = {}
+
+    def fresh(self, group: NodeGroup, name: str | None = None) -> FreshNode:
+        node = FreshNode(group.template if name is None else copy_of(group.template, name))
+        found = self._ds.get(group.name)
+        if found is None:  # the DaemonSets whose pods a new node of the group runs (placement rules, not room)
+            found = self._ds[group.name] = [d for d in self.daemonsets if not _placement_failure(node, d)]
+        for pod in found:
+            node.add(pod)
+        return node
+
+
+def _placement_failure(node: FreshNode, pod: PendingPod) -> bool:
+    from gpufleet.scheduler.filters import static_failure
+
+    return static_failure(node.node, pod.terms) is not None
+
+
+def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[Node],
+                  daemonsets: Sequence[PendingPod] = (), *, max_nodes_total: int = 0,
+                  gpu_total: tuple[int, int] | None = None, expander: str = "least-waste", seed: int = 0,
+                  expendable_cutoff: int = -10) -> ScaleUpPlan:
+    rng = random.Random(seed)
+    plan = ScaleUpPlan()
+    made = _Groups(groups, list(daemonsets))
+    target = {g.name: g.target_size for g in groups}
+    members = {name for g in groups for name in g.members}
+    upcoming: list[FreshNode] = []
+    for g in groups:
+        for _ in range(g.upcoming):
+            upcoming.append(made.fresh(g, f"{g.name}-new-{len([a for a in plan.added if a[0] == g.name])}"))
+            plan.added.append((g.name, upcoming[-1].node))
+    gpus_outside = sum(_gpus(n) for n in nodes if n.name not in members)
+    left = []
+    for p in pending:
+        if p.priority < expendable_cutoff:
+            plan.expendable.append(p.workload)
+        else:
+            left.append(p)
+    for _ in range(_PASSES):
+        remaining = _not_on(upcoming, left)
+        if not remaining:
+            break
+        current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
+        gpus_now = gpus_outside + sum(target[g.name] * _gpus(g.template) for g in groups)
+        options: list[Option] = []
+        for g in groups:
+            skip = None
+            if target[g.name] >= g.max_size:
+                skip = MAX_GROUP
+            elif gpu_total is not None and gpus_now + _gpus(g.template) > gpu_total[1]:
+                skip = MAX_GPU
+            if skip is not None:
+                for p in remaining:
+                    plan.reasons.setdefault(p.workload, {})[g.name] = skip
+                continue
+            template = made.fresh(g)
+            fits = []
+            for p in remaining:
+                failure = template.failure(p.pod)
+                if failure:
+                    words = ", ".join(failure)
+                    if f"Insufficient {GPU}" in failure and GPU not in g.template.allocatable and not g.members:
+                        words += f" ({NO_GPU_TEMPLATE})"
+                    plan.reasons.setdefault(p.workload, {})[g.name] = words
+                else:
+                    fits.append(PodGroup(p.workload, p.spec, p.pod, p.count))
+            if not fits:
+                continue
+            room = (max_nodes_total - current) if max_nodes_total else MAX_NODES_PER_SCALEUP
+            limit = node_limit(MAX_NODES_PER_SCALEUP, g.max_size - target[g.name], room)
+            if limit <= 0:
+                for f in fits:
+                    plan.reasons.setdefault(f.workload, {})[g.name] = MAX_TOTAL
+                continue
+            count, placed = estimate(fits, partial(made.fresh, g), limit)
+            if count and placed:
+                by = {p.workload: p for p in remaining}
+                cpu = sum(by[w].requests[0] * n for w, n in placed.items())
+                memory = sum(by[w].requests[1] * n for w, n in placed.items())
+                options.append(Option(g.name, count, placed, (cpu, memory), g.template))
+        if not options:
+            break
+        best = best_option(options, expander, rng)
+        group = next(g for g in groups if g.name == best.group)
+        new, cap = best.nodes, ""
+        if max_nodes_total and current + new > max_nodes_total:
+            new, cap = max_nodes_total - current, MAX_TOTAL
+        per_node = _gpus(group.template)
+        if gpu_total is not None and per_node and gpus_now + new * per_node > gpu_total[1]:
+            new, cap = (gpu_total[1] - gpus_now) // per_node, MAX_GPU
+        if target[group.name] + new > group.max_size:
+            new, cap = group.max_size - target[group.name], MAX_GROUP
+        if new <= 0:
+            break
+        if cap:
+            for w in best.placed:
+                plan.caps[w] = cap
+        others = ", ".join(f"{o.group} ({o.nodes} node(s))" for o in options if o is not best)
+        plan.picks.append((group.name, new, others))
+        before = plan.sizes.get(group.name, (target[group.name], 0))[0]
+        target[group.name] += new
+        plan.sizes[group.name] = (before, target[group.name])
+        for _ in range(new):
+            index = len([a for a in plan.added if a[0] == group.name])
+            upcoming.append(made.fresh(group, f"{group.name}-new-{index}"))
+            plan.added.append((group.name, upcoming[-1].node))
+    return plan
+
+
+def _not_on(upcoming: list[FreshNode], pending: list[Pending]) -> list[Pending]:
+    """What stays pending once the nodes on their way took what fits (first fit, higher priority first); the
+    upcoming nodes keep what they took."""
+    out = []
+    for p in sorted(pending, key=lambda p: -p.priority):
+        left = p.count
+        for node in upcoming:
+            while left and not node.failure(p.pod):
+                node.add(p.pod)
+                left -= 1
+            if not left:
+                break
+        if left:
+            out.append(Pending(p.workload, p.spec, p.pod, left, p.priority, p.requests))
+    # later passes start from these counts: the pods placed on upcoming nodes stay there
+    pending[:] = out
+    return list(out)
+
+

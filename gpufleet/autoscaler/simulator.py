@@ -1,0 +1,105 @@
+"""Whether a pending pod fits a node the autoscaler would add, as its predicate checker asks the scheduler's
+Filter plugins about a template node (simulator/predicatechecker, with the scheduler framework of v1.34).
+
+A `FreshNode` is a copy of a group's template holding the pods the simulation put there: the DaemonSet pods a
+new node runs first, then pending pods. The filters asked, in the default profile's order: NodeUnschedulable,
+TaintToleration and NodeAffinity (the scheduler's own, gpufleet.scheduler.filters), NodePorts, NodeResourcesFit,
+and InterPodAffinity's required anti-affinity between pods on the same new node (`kubernetes.io/hostname`).
+Not asked: topology spread, pod affinity to pods elsewhere, DRA claims (docs/autoscaling.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpufleet.capacity.model import Node
+from gpufleet.capacity.quantity import PODS
+from gpufleet.labels import selector_matches
+from gpufleet.scheduler.filters import PodTerms, pod_terms, static_failure
+from gpufleet.scheduler.plugins.nodeports import REASON as PORTS_REASON
+from gpufleet.scheduler.plugins.nodeports import NodePorts, UsedPorts
+from gpufleet.scheduler.plugins.noderesources import TOO_MANY_PODS, Fit
+
+HOSTNAME = "kubernetes.io/hostname"
+ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+_FIT, _PORTS = Fit(), NodePorts()
+#: What the DaemonSet controller adds to every DaemonSet pod
+#: (pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations).
+DAEMONSET_TOLERATIONS = tuple(
+    {"key": key, "operator": "Exists", "effect": effect} for key, effect in (
+        ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule")))
+
+
+@dataclass(frozen=True)
+class PendingPod:
+    """What the simulation reads of a pod: its requests, filter terms, host ports, labels and the
+    hostname anti-affinity selectors it keeps."""
+
+    requests: dict[str, int]
+    terms: PodTerms
+    ports: tuple
+    labels: dict[str, str]
+    anti: tuple[tuple[dict | None, frozenset[str]], ...]
+    namespace: str
+
+
+def pending_pod(spec: dict, namespace: str, labels: dict[str, str], extended_resource_toleration: bool = False,
+                daemonset: bool = False) -> PendingPod:
+    requests, _ = _FIT.pre_filter(spec)
+    terms = pod_terms(spec, requests, extended_resource_toleration)
+    if daemonset:
+        terms = PodTerms(terms.tolerations + DAEMONSET_TOLERATIONS, terms.node_selector, terms.required_terms)
+    anti: list[tuple[dict | None, frozenset[str]]] = []
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    required = ((affinity or {}).get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    for term in required or ():
+        if isinstance(term, dict) and term.get("topologyKey") == HOSTNAME:
+            names = term.get("namespaces")
+            selector = term.get("labelSelector")
+            anti.append((selector if isinstance(selector, dict) else None,
+                         frozenset(map(str, names)) if isinstance(names, list) and names else frozenset({namespace})))
+    return PendingPod(requests, terms, tuple(_PORTS.pre_filter(spec) or ()), dict(labels), tuple(anti), namespace)
+
+
+@dataclass
+class FreshNode:
+    node: Node
+    requested: dict[str, int] = field(default_factory=dict)
+    pods: int = 0
+    ports: UsedPorts = field(default_factory=lambda: UsedPorts(1))
+    held: list[PendingPod] = field(default_factory=list)
+
+    def failure(self, pod: PendingPod) -> list[str]:
+        """The reasons the pod does not fit here (the first failing filter's, as the scheduler reports a
+        node); [] when it fits."""
+        reason = static_failure(self.node, pod.terms)
+        if reason is not None:
+            return [reason]
+        if pod.ports and self.ports.taken_on(pod.ports, 0):
+            return [PORTS_REASON]
+        short = []
+        alloc = self.node.allocatable
+        if self.pods + 1 > alloc.get(PODS, 0) and PODS not in self.node.unknown:
+            short.append(TOO_MANY_PODS)
+        for r, v in pod.requests.items():
+            if v > 0 and r != PODS and r not in self.node.unknown and alloc.get(r, 0) - self.requested.get(r, 0) < v:
+                short.append(f"Insufficient {r}")
+        if short:
+            return short
+        if any(_repels(a, b) or _repels(b, a) for a in (pod,) for b in self.held):
+            return [ANTI_AFFINITY_REASON]
+        return []
+
+    def add(self, pod: PendingPod) -> None:
+        for r, v in pod.requests.items():
+            self.requested[r] = self.requested.get(r, 0) + v
+        self.pods += 1
+        if pod.ports:
+            self.ports.add(0, pod.ports)
+        self.held.append(pod)
+
+
+def _repels(pod: PendingPod, other: PendingPod) -> bool:
+    return any(other.namespace in names and selector_matches(selector, other.labels) for selector, names in pod.anti)

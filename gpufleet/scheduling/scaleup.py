@@ -1,0 +1,254 @@
+"""`check --node-groups`: the verdicts of a cluster that autoscales (docs/autoscaling.md).
+
+The scheduler runs first on the nodes there are. The pods it leaves Pending go to the autoscaler's scale-up
+loop (gpufleet.autoscaler), which decides how many nodes each group adds. The scheduler then runs again with
+those nodes (and the nodes already on their way), each holding the DaemonSet pods a new node runs. Per workload
+Pending at first:
+- every pod placed the second time: it runs after scale-up (`scaleUp`: the groups its pods went to);
+- some: partly, naming what stopped the rest (a group's max size, --max-nodes-total, --gpu-total);
+- none: never, with every group's reason (the filter's words on its template, or its cap).
+Exit 0 when everything runs now or after scale-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpufleet.autoscaler.nodegroups import NodeGroup
+from gpufleet.autoscaler.orchestrator import (
+    EXPENDABLE,
+    MAX_GPU,
+    MAX_GROUP,
+    MAX_TOTAL,
+    Pending,
+    ScaleUpPlan,
+    plan_scale_up,
+)
+from gpufleet.autoscaler.simulator import pending_pod
+from gpufleet.capacity.kubectl import node_from_object
+from gpufleet.capacity.model import BoundPod, Node
+from gpufleet.capacity.quantity import CPU, MEMORY
+from gpufleet.capacity.requests import pod_requests
+from gpufleet.manifests.workloads import flatten, workloads_of
+from gpufleet.scheduling.engine import check_workloads
+from gpufleet.scheduling.result import CheckResult
+
+
+@dataclass
+class ScaleUpOptions:
+    max_nodes_total: int = 0
+    gpu_total: tuple[int, int] | None = None
+    expander: str = "least-waste"
+    expendable_cutoff: int = -10
+    seed: int = 0
+
+
+@dataclass
+class ScaleUpVerdicts:
+    plan: ScaleUpPlan
+    expander: str = "least-waste"
+    after: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Workloads that run once the groups grew: per group, how many of its pods went to new nodes."""
+    partly: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    """Workloads of which only some pods run after scale-up: (running, wanted, what stopped the rest)."""
+    never: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Workloads no scale-up helps: per group, why."""
+    went: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per workload Pending at first: per group, its pods on the added nodes."""
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per workload Pending at first: per group, the added nodes its pods went to."""
+
+    def lines(self) -> list[str]:
+        """What the text output says of the scale-up, before the table."""
+        if not self.plan.sizes:
+            return ["scale-up: none (every Pending pod fits the nodes there are, or no node group helps)"]
+        out = ["scale-up: " + ", ".join(f"{g} {a} -> {b} (+{b - a} node(s))" for g, (a, b) in self.plan.sizes.items())]
+        for group, added, others in self.plan.picks:
+            if others:
+                out.append(f"  expander {self.expander} picked {group} (+{added}) over {others}")
+        for w, by in self.after.items():
+            where = ", ".join(f"{g}: {n} pod(s) on {self.nodes[w].get(g, 0)} new node(s)" for g, n in by.items())
+            out.append(f"after scale-up: {w} runs ({where or 'on the nodes freed for it'})")
+        return out
+
+    def to_json(self) -> dict:
+        return {"scaleUps": [{"nodeGroup": g, "from": a, "to": b} for g, (a, b) in self.plan.sizes.items()],
+                "scaledFor": [{"workload": w, "scaleUp": [{"nodeGroup": g, "nodes": self.nodes[w].get(g, 0), "pods": n}
+                                                          for g, n in by.items()]}
+                              for w, by in self.after.items()]}
+
+
+def _priority(spec: dict, classes: dict[str, int], default: int) -> int:
+    value = spec.get("priority")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    name = spec.get("priorityClassName")
+    return classes.get(name, 0) if name else default
+
+
+def _priority_classes(objects: list[dict]) -> tuple[dict[str, int], int]:
+    classes, default = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}, 0
+    for o in objects:
+        if o.get("kind") == "PriorityClass" and isinstance(o.get("value"), int):
+            name = (o.get("metadata") or {}).get("name")
+            if isinstance(name, str):
+                classes[name] = o["value"]
+            if o.get("globalDefault") is True:
+                default = o["value"]
+    return classes, default
+
+
+def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[dict], groups: list[NodeGroup],
+                        options: ScaleUpOptions, *, extended_resource_toleration: bool = False,
+                        ) -> tuple[CheckResult, ScaleUpVerdicts]:
+    nodes = [n if isinstance(n, Node) else node_from_object(n) for n in nodes]
+    first = check_workloads(nodes, pods, objects, extended_resource_toleration=extended_resource_toleration)
+    flat = list(flatten(objects))
+    workloads = {w.key: w for w in workloads_of(flat)}
+    classes, default = _priority_classes(flat)
+    pending = []
+    for u in first.unschedulable:
+        w = workloads.get(u.workload)
+        if u.reason != "pending" or w is None or u.pending <= 0:
+            continue
+        requests = pod_requests(w.spec)
+        pod = pending_pod(w.spec, w.namespace, w.labels, extended_resource_toleration)
+        pending.append(Pending(w.key, w.spec, pod, u.pending, _priority(w.spec, classes, default),
+                               (requests.get(CPU, 0), requests.get(MEMORY, 0))))
+    daemonsets = [pending_pod(w.spec, w.namespace, w.labels, daemonset=True)
+                  for w in (_daemonset(o) for o in flat) if w is not None]
+    plan = plan_scale_up(groups, pending, nodes, daemonsets, max_nodes_total=options.max_nodes_total,
+                         gpu_total=options.gpu_total, expander=options.expander, seed=options.seed,
+                         expendable_cutoff=options.expendable_cutoff)
+    verdicts = ScaleUpVerdicts(plan, options.expander)
+    if not pending:
+        return first, verdicts
+    added = [node for _, node in plan.added]
+    group_of = {node.name: group for group, node in plan.added}
+    held = [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
+            for node in added for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]
+    # The second run: what the first placed keeps running where it is; only the Pending pods are placed again.
+    running: list[dict] = []
+    made = dict.fromkeys(workloads, 0)
+    for placed, node, count in first.placements:
+        if placed in workloads:
+            for _ in range(count):
+                running.append(_running(workloads[placed], node, made[placed]))
+                made[placed] += 1
+    counts = {p.workload: p.count for p in pending}
+    again = []
+    for o in flat:
+        key = workload_key(o)
+        if key is None:
+            again.append(o)
+        elif key in counts:
+            again.append(_with_replicas(o, counts[key]))
+    second = check_workloads([*nodes, *added], [*pods, *held, *running], again,
+                             extended_resource_toleration=extended_resource_toleration) if added else first
+    still = {u.workload: u for u in second.unschedulable if u.reason == "pending"}
+    wanted = {p.workload: p.count for p in pending}
+    for p in pending:
+        left = still.get(p.workload)
+        went: dict[str, int] = {}
+        used: dict[str, set[str]] = {}
+        for workload, node, count in second.placements:
+            if workload == p.workload and node in group_of:
+                went[group_of[node]] = went.get(group_of[node], 0) + count
+                used.setdefault(group_of[node], set()).add(node)
+        verdicts.nodes[p.workload] = {g: len(n) for g, n in used.items()}
+        verdicts.went[p.workload] = went
+        if left is None:
+            verdicts.after[p.workload] = went
+        elif left.pending < wanted[p.workload]:
+            stop = plan.caps.get(p.workload) or _why(plan, p.workload)
+            verdicts.partly[p.workload] = (wanted[p.workload] - left.pending, wanted[p.workload], stop)
+        else:
+            reasons = dict(plan.reasons.get(p.workload, {}))
+            if p.workload in plan.expendable:
+                reasons = {g.name: EXPENDABLE for g in groups}
+            verdicts.never[p.workload] = reasons or {g.name: "no scale-up was needed by its pods' groups"
+                                                     for g in groups}
+    result = _merged(first, second, verdicts)
+    return result, verdicts
+
+
+def workload_key(obj: dict) -> str | None:
+    from gpufleet.manifests.workloads import workload_of
+
+    w = workload_of(obj)
+    return None if w is None else w.key
+
+
+def _running(workload, node: str, i: int) -> dict:
+    """One of the workload's pods the first run placed, as a running Pod object bound to its node."""
+    meta = {"name": f"{workload.name}-placed-{i}", "namespace": workload.namespace, "labels": dict(workload.labels)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**workload.spec, "nodeName": node},
+            "status": {"phase": "Running"}}
+
+
+def _with_replicas(obj: dict, count: int) -> dict:
+    """The workload with `count` pods to place (what the first run left Pending)."""
+    kind, spec = obj.get("kind"), dict(obj.get("spec") or {})
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        spec["replicas"] = count
+    elif kind == "Job":
+        spec["parallelism"], spec["completions"] = count, count
+    elif kind == "CronJob":
+        template = dict(spec.get("jobTemplate") or {})
+        template["spec"] = {**(template.get("spec") or {}), "parallelism": count, "completions": count}
+        spec["jobTemplate"] = template
+    return {**obj, "spec": spec}
+
+
+def _why(plan: ScaleUpPlan, workload: str) -> str:
+    """What stopped a workload's pods after some were placed: the caps of the groups that could take them,
+    else every group's reason."""
+    reasons = plan.reasons.get(workload, {})
+    caps = {g: r for g, r in reasons.items() if r in (MAX_GROUP, MAX_TOTAL, MAX_GPU)}
+    return "; ".join(f"{g}: {r}" for g, r in (caps or reasons).items()) or "the scheduler left them Pending"
+
+
+def _runs_on(pod, node: Node) -> bool:
+    from gpufleet.scheduler.filters import static_failure
+
+    return static_failure(node, pod.terms) is None
+
+
+def _daemonset(obj: dict):
+    """A DaemonSet as a workload of one pod (its template), else None."""
+    if obj.get("kind") != "DaemonSet":
+        return None
+    from gpufleet.manifests.workloads import workload_of
+
+    as_set = {**obj, "kind": "ReplicaSet", "spec": {**(obj.get("spec") or {}), "replicas": 1}}
+    return workload_of(as_set)
+
+
+def _merged(first: CheckResult, second: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
+    """The check's result with scale-up: workloads that run after it leave `unschedulable`; those that stay
+    Pending carry the scheduler's words on the grown cluster and the autoscaler's."""
+    out = CheckResult(checked=first.checked, warnings=first.warnings, memory=first.memory,
+                      placements=first.placements, devices=first.devices, device_uses=first.device_uses,
+                      pending_by_run=first.pending_by_run)
+    again = {u.workload: u for u in second.unschedulable if u.reason == "pending"}
+    for u in first.unschedulable:
+        if u.reason != "pending" or u.workload in verdicts.after:
+            if u.reason != "pending":
+                out.unschedulable.append(u)
+            continue
+        now = again.get(u.workload, u)
+        if u.workload in verdicts.partly:
+            running, wanted, stop = verdicts.partly[u.workload]
+            went = {g: n for g, n in verdicts.went.get(u.workload, {}).items() if n}
+            out.unschedulable.append(replace(
+                now, pending=wanted - running, scale_up=went, stopped_by=stop, blocked=None,
+                message=f"{now.message} Scale-up places {running} of its {wanted} Pending pod(s); the rest stay "
+                        f"Pending: {stop}."))
+        elif u.workload in verdicts.never:
+            groups = verdicts.never[u.workload]
+            words = "; ".join(f"{g}: {r}" for g, r in groups.items())
+            out.unschedulable.append(replace(u, reason="never", groups=groups,
+                                             message=f"{u.message} No node group helps: {words}."))
+        else:
+            out.unschedulable.append(u)
+    return out

@@ -1,0 +1,129 @@
+"""`gpufleet check --node-groups`: what runs now, after the autoscaler adds nodes, partly, or never."""
+
+from __future__ import annotations
+
+import json
+
+from tests.autoscaler.fleet import deployment, node, template, write
+from tests.cli.run_inprocess import run
+
+A100 = {"gpufleet.dev/node-group": "a100"}
+
+
+def check(tmp_path, nodes, groups, workloads, *extra):
+    nodes_file, groups_file, app = write(tmp_path, nodes, groups, workloads)
+    return run("check", "--nodes", nodes_file, "--node-groups", groups_file, app, "--json", *extra)
+
+
+def test_pods_that_fit_an_added_node_run_after_scale_up_and_the_check_passes(tmp_path):
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "minSize": 0, "maxSize": 3, "template": {"like": "gpu-0"}}],
+                [deployment("infer", 6)])
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 2}]
+    assert doc["scaledFor"] == [{"workload": "Deployment/ml/infer",
+                                 "scaleUp": [{"nodeGroup": "a100", "nodes": 1, "pods": 2}]}]
+    assert doc["unschedulable"] == []
+
+
+def test_binpacking_adds_as_many_nodes_as_the_pending_pods_need(tmp_path):
+    # 4 run on gpu-0; 10 pending of 1 GPU each need 3 nodes of 4 GPUs (first fit).
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 10, "template": {"like": "gpu-0"}}], [deployment("infer", 14)])
+    assert out.code == 0, out.err
+    assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 4}]
+
+
+def test_a_group_at_its_max_size_stops_the_rest_and_names_the_cap(tmp_path):
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 2, "template": {"like": "gpu-0"}}], [deployment("infer", 12)])
+    assert out.code == 1
+    [u] = json.loads(out.out)["unschedulable"]
+    assert u["reason"] == "pending" and u["pending"] == 4
+    assert u["scaleUp"] == [{"nodeGroup": "a100", "pods": 4}]
+    assert u["stoppedBy"] == "a100: max node group size reached"
+
+
+def test_no_group_helps_a_pod_without_the_pools_toleration_and_every_groups_reason_is_named(tmp_path):
+    taint = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    groups = [{"name": "tainted", "maxSize": 5, "template": template(taints=taint)},
+              {"name": "cpu", "maxSize": 5, "template": template(gpus=0)}]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 2)])
+    assert out.code == 1
+    doc = json.loads(out.out)
+    [u] = doc["unschedulable"]
+    assert u["reason"] == "never" and doc["scaleUps"] == []
+    assert u["groups"]["tainted"] == "node(s) had untolerated taint {dedicated: gpu}"
+    assert u["groups"]["cpu"].startswith("Insufficient nvidia.com/gpu (its template declares no nvidia.com/gpu")
+
+
+def test_least_waste_picks_by_cpu_and_memory_and_ignores_gpus(tmp_path):
+    # Both groups hold the 2 pending pods on one node; the smaller node wastes less cpu and memory.
+    groups = [{"name": "big", "maxSize": 3, "template": template(gpus=8, cpu="96", memory="1000Gi")},
+              {"name": "small", "maxSize": 3, "template": template(gpus=2, cpu="8", memory="32Gi")}]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 2)])
+    assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "small", "from": 0, "to": 1}]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 2)], "--expander", "most-pods")
+    assert out.code == 0
+
+
+def test_nodes_on_their_way_take_pending_pods_before_any_scale_up(tmp_path):
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 3, "targetSize": 2, "template": {"like": "gpu-0"}}],
+                [deployment("infer", 6)])
+    doc = json.loads(out.out)
+    assert out.code == 0 and doc["scaleUps"] == []
+
+
+def test_the_cluster_node_cap_and_the_gpu_limit_cap_the_scale_up(tmp_path):
+    groups = [{"name": "a100", "maxSize": 10, "template": {"like": "gpu-0"}}]
+    out = check(tmp_path, [node("gpu-0", labels=A100)], groups, [deployment("infer", 20)], "--max-nodes-total", "3")
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}] and out.code == 1
+    assert "--max-nodes-total" in doc["unschedulable"][0]["stoppedBy"]
+    out = check(tmp_path, [node("gpu-0", labels=A100)], groups, [deployment("infer", 20)], "--gpu-total", "0:12")
+    assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
+
+
+def test_pods_below_the_expendable_cutoff_are_not_scaled_for(tmp_path):
+    low = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "scavenger"},
+           "value": -100}
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 3, "template": {"like": "gpu-0"}}],
+                [low, deployment("batch", 6, priorityClassName="scavenger")])
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [] and doc["unschedulable"][0]["reason"] == "never"
+    assert "expendable" in doc["unschedulable"][0]["groups"]["a100"]
+
+
+def test_the_daemonset_pods_a_new_node_runs_count_on_its_template(tmp_path):
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "kube-system"},
+          "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+              "containers": [{"name": "a", "image": "a", "resources": {"requests": {"cpu": "12"}}}]}}}}
+    # gpu-0 takes 4 of the 8 pods. A new node's 16 cpu hold the agent's 12 first: two 2-cpu pods per new node,
+    # so the other 4 need two nodes where GPUs alone would need one.
+    out = check(tmp_path, [node("gpu-0", labels=A100, cpu="16")],
+                [{"name": "a100", "maxSize": 10, "template": {"like": "gpu-0"}}], [ds, deployment("infer", 8, cpu="2")])
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
+    assert out.code == 0
+
+
+def test_text_output_says_what_the_autoscaler_adds_and_what_runs_after(tmp_path):
+    nodes_file, groups_file, app = write(tmp_path, [node("gpu-0", labels=A100)],
+                                         [{"name": "a100", "maxSize": 3, "template": {"like": "gpu-0"}}],
+                                         [deployment("infer", 6)])
+    out = run("check", "--nodes", nodes_file, "--node-groups", groups_file, app)
+    assert out.code == 0
+    assert "scale-up: a100 1 -> 2 (+1 node(s))" in out.out
+    assert "after scale-up: Deployment/ml/infer runs (a100: 2 pod(s) on 1 new node(s))" in out.out
+
+
+def test_pods_placed_at_first_stay_where_they_are_when_the_pending_ones_are_placed_again(tmp_path):
+    # 8 run on two nodes; only the 2 Pending ones go to the added node (not all 10 spread again).
+    out = check(tmp_path, [node("gpu-0", labels=A100), node("gpu-1", labels=A100)],
+                [{"name": "a100", "maxSize": 5, "template": {"like": "gpu-0"}}], [deployment("infer", 10)])
+    doc = json.loads(out.out)
+    assert out.code == 0 and doc["scaleUps"] == [{"nodeGroup": "a100", "from": 2, "to": 3}]
+    assert doc["scaledFor"][0]["scaleUp"] == [{"nodeGroup": "a100", "nodes": 1, "pods": 2}]
