@@ -31,6 +31,12 @@ MAX_GROUP = "max node group size reached"
 MAX_TOTAL = "max cluster size reached (--max-nodes-total)"
 MAX_GPU = "max cluster gpu limit reached (--gpu-total)"
 EXPENDABLE = "priority below the expendable pods cutoff: the autoscaler does not scale up for it"
+NOT_READY = "not ready for scale-up"
+#: A group with nodes it did not ask for still on their way is unhealthy, and not scaled up, when those are
+#: more than this many and more than this share of its registered nodes, or when it has none registered
+#: (clusterstate IsNodeGroupHealthy; --ok-total-unready-count, --max-total-unready-percentage).
+OK_TOTAL_UNREADY = 3
+MAX_TOTAL_UNREADY_SHARE = 0.45
 NO_GPU_TEMPLATE = ("its template declares no nvidia.com/gpu, so a node added from zero holds none: give the "
                    "template the GPUs its nodes have (Cluster API: the MachineDeployment's "
                    "capacity.cluster-autoscaler.kubernetes.io/gpu-count and gpu-type annotations; AKS: a GPU VM "
@@ -93,10 +99,21 @@ def _placement_failure(node: FreshNode, pod: PendingPod) -> bool:
     return static_failure(node.node, pod.terms) is not None
 
 
+def unhealthy(group: NodeGroup) -> bool:
+    """Whether the autoscaler counts the group unhealthy at the start: nodes on their way that it did not ask
+    for, with none registered, or more than it tolerates."""
+    waiting, registered = group.upcoming, len(group.members)
+    if not waiting:
+        return False
+    return not registered or (waiting > OK_TOTAL_UNREADY and waiting > MAX_TOTAL_UNREADY_SHARE * registered)
+
+
 def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[Node],
                   daemonsets: Sequence[PendingPod] = (), *, max_nodes_total: int = 0,
                   gpu_total: tuple[int, int] | None = None, expander: str = "least-waste", seed: int = 0,
-                  expendable_cutoff: int = -10) -> ScaleUpPlan:
+                  expendable_cutoff: int = -10, freed: Sequence[FreshNode] = ()) -> ScaleUpPlan:
+    """`freed`: existing nodes as the autoscaler sees them where expendable pods run (it counts their room
+    free, as preemption would make it): pending pods that fit there are not scaled for."""
     rng = random.Random(seed)
     plan = ScaleUpPlan()
     made = _Groups(groups, list(daemonsets))
@@ -114,8 +131,9 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             plan.expendable.append(p.workload)
         else:
             left.append(p)
+    not_ready = {g.name for g in groups if unhealthy(g)}
     for _ in range(_PASSES):
-        remaining = _not_on(upcoming, left)
+        remaining = _not_on([*freed, *upcoming], left)
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
@@ -123,7 +141,9 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         options: list[Option] = []
         for g in groups:
             skip = None
-            if target[g.name] >= g.max_size:
+            if g.name in not_ready:
+                skip = NOT_READY
+            elif target[g.name] >= g.max_size:
                 skip = MAX_GROUP
             elif gpu_total is not None and gpus_now + _gpus(g.template) > gpu_total[1]:
                 skip = MAX_GPU

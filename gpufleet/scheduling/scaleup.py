@@ -68,7 +68,7 @@ class ScaleUpVerdicts:
                 out.append(f"  expander {self.expander} picked {group} (+{added}) over {others}")
         for w, by in self.after.items():
             where = ", ".join(f"{g}: {n} pod(s) on {self.nodes[w].get(g, 0)} new node(s)" for g, n in by.items())
-            out.append(f"after scale-up: {w} runs ({where or 'on the nodes freed for it'})")
+            out.append(f"after scale-up: {w} runs ({where or 'where expendable pods are preempted for it'})")
         return out
 
     def to_json(self) -> dict:
@@ -106,6 +106,8 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
     flat = list(flatten(objects))
     workloads = {w.key: w for w in workloads_of(flat)}
     classes, default = _priority_classes(flat)
+    priority = {key: _priority(w.spec, classes, default) for key, w in workloads.items()}
+    expendable = {key for key, value in priority.items() if value < options.expendable_cutoff}
     pending = []
     for u in first.unschedulable:
         w = workloads.get(u.workload)
@@ -113,13 +115,14 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
             continue
         requests = pod_requests(w.spec)
         pod = pending_pod(w.spec, w.namespace, w.labels, extended_resource_toleration)
-        pending.append(Pending(w.key, w.spec, pod, u.pending, _priority(w.spec, classes, default),
+        pending.append(Pending(w.key, w.spec, pod, u.pending, priority[w.key],
                                (requests.get(CPU, 0), requests.get(MEMORY, 0))))
     daemonsets = [pending_pod(w.spec, w.namespace, w.labels, daemonset=True)
                   for w in (_daemonset(o) for o in flat) if w is not None]
+    freed = _freed(nodes, pods, first.placements, workloads, expendable)
     plan = plan_scale_up(groups, pending, nodes, daemonsets, max_nodes_total=options.max_nodes_total,
                          gpu_total=options.gpu_total, expander=options.expander, seed=options.seed,
-                         expendable_cutoff=options.expendable_cutoff)
+                         expendable_cutoff=options.expendable_cutoff, freed=freed)
     verdicts = ScaleUpVerdicts(plan, options.expander)
     if not pending:
         return first, verdicts
@@ -131,7 +134,7 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
     running: list[dict] = []
     made = dict.fromkeys(workloads, 0)
     for placed, node, count in first.placements:
-        if placed in workloads:
+        if placed in workloads and placed not in expendable:  # the autoscaler counts their room free
             for _ in range(count):
                 running.append(_running(workloads[placed], node, made[placed]))
                 made[placed] += 1
@@ -141,13 +144,16 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
         key = workload_key(o)
         if key is None:
             again.append(o)
-        elif key in counts:
+        elif key in counts and key not in expendable:
             again.append(_with_replicas(o, counts[key]))
     second = check_workloads([*nodes, *added], [*pods, *held, *running], again,
-                             extended_resource_toleration=extended_resource_toleration) if added else first
+                             extended_resource_toleration=extended_resource_toleration) if added or freed else first
     still = {u.workload: u for u in second.unschedulable if u.reason == "pending"}
     wanted = {p.workload: p.count for p in pending}
     for p in pending:
+        if p.workload in expendable:  # not scaled for, and (not placed again) no competitor for the new room
+            verdicts.never[p.workload] = {g.name: EXPENDABLE for g in groups}
+            continue
         left = still.get(p.workload)
         went: dict[str, int] = {}
         used: dict[str, set[str]] = {}
@@ -164,12 +170,36 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
             verdicts.partly[p.workload] = (wanted[p.workload] - left.pending, wanted[p.workload], stop)
         else:
             reasons = dict(plan.reasons.get(p.workload, {}))
-            if p.workload in plan.expendable:
-                reasons = {g.name: EXPENDABLE for g in groups}
             verdicts.never[p.workload] = reasons or {g.name: "no scale-up was needed by its pods' groups"
                                                      for g in groups}
     result = _merged(first, second, verdicts)
     return result, verdicts
+
+
+def _freed(nodes: list[Node], pods: list, placements: list[tuple[str, str, int]], workloads: dict,
+           expendable: set[str]) -> list:
+    """The existing nodes where expendable pods of the check were placed, as the autoscaler sees them: holding
+    the other pods only."""
+    from gpufleet.autoscaler.simulator import FreshNode
+    from gpufleet.scheduling.engine import bound_pods
+
+    where = {node for w, node, _ in placements if w in expendable}
+    if not where:
+        return []
+    out = {n.name: FreshNode(n) for n in nodes if n.name in where}
+    for bound in [p for p in pods if isinstance(p, BoundPod)] + bound_pods([p for p in pods if isinstance(p, dict)]):
+        node = out.get(bound.node)
+        if node is not None:
+            node.add(pending_pod({}, bound.namespace, {}))  # one pod more on it
+            for r, v in bound.requests.items():
+                node.requested[r] = node.requested.get(r, 0) + v
+    for w, name, count in placements:
+        node = out.get(name)
+        if node is not None and w not in expendable and w in workloads:
+            pod = pending_pod(workloads[w].spec, workloads[w].namespace, workloads[w].labels)
+            for _ in range(count):
+                node.add(pod)
+    return list(out.values())
 
 
 def workload_key(obj: dict) -> str | None:

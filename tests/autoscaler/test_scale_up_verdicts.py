@@ -127,3 +127,27 @@ def test_pods_placed_at_first_stay_where_they_are_when_the_pending_ones_are_plac
     doc = json.loads(out.out)
     assert out.code == 0 and doc["scaleUps"] == [{"nodeGroup": "a100", "from": 2, "to": 3}]
     assert doc["scaledFor"][0]["scaleUp"] == [{"nodeGroup": "a100", "nodes": 1, "pods": 2}]
+
+
+def test_a_group_whose_nodes_are_still_on_their_way_unasked_is_not_scaled_up_but_its_nodes_take_pods(tmp_path):
+    # h100 has one node on its way and none registered: the autoscaler counts it unhealthy. Its coming node
+    # takes 8 of the 10 pods; the other 2 stay Pending, and the group says why it does not grow.
+    groups = [{"name": "h100", "maxSize": 5, "targetSize": 1, "template": template(gpus=8)}]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 10)])
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [] and out.code == 1
+    [u] = doc["unschedulable"]
+    assert u["scaleUp"] == [{"nodeGroup": "h100", "pods": 8}] and u["stoppedBy"] == "h100: not ready for scale-up"
+
+
+def test_the_room_of_expendable_pods_counts_as_free_as_the_autoscaler_counts_it(tmp_path):
+    low = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "scavenger"},
+           "value": -100}
+    # The scavenger's 4 pods fill gpu-0; the autoscaler counts them preemptible, so the 4 inference pods need
+    # no new node, and the group stays as it is.
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 3, "template": {"like": "gpu-0"}}],
+                [low, deployment("batch", 4, priorityClassName="scavenger"), deployment("infer", 4)])
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == []
+    assert [u["workload"] for u in doc["unschedulable"]] == []

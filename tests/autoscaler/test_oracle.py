@@ -1,0 +1,84 @@
+"""gpufleet's scale-up verdicts against recorded runs of the real cluster-autoscaler 1.34.5.
+
+tests/fixtures/oracle-autoscaler/scenarios.json holds, per generated scenario (tests/autoscaler/scenarios.py;
+the digest of the files the runs were made on is checked), three runs of the autoscaler's scale-up with the
+real scheduler placing pods first (scripts/record_autoscaler_oracle.py; the suite never runs the autoscaler).
+Per workload the verdict must be the one every run gives (or one of them, where runs differ): runs now, runs
+after scale-up, partly, never; per node group, the nodes added must lie within the runs' own range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.autoscaler.scenarios import scenario, write
+from tests.cli.run_inprocess import run
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "oracle-autoscaler" / "scenarios.json"
+RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios": []}
+#: Why gpufleet disagrees with the recorded runs, per seed; each is an expected failure that must keep failing
+#: (strict), so a fix shows. Both are the same effect, checked by re-running the reference with the workloads'
+#: order reversed: which Pending workload gets the room of the nodes on their way depends on the order of
+#: the autoscaler's unschedulable pod list (the informer cache's, then an unstable sort by priority), which the
+#: reference fixes and a live autoscaler does not; gpufleet takes manifest order.
+ORDER = ("the room of nodes on their way goes to another workload when the autoscaler lists the Pending pods in "
+         "another order (reference re-run with the workloads reversed changes this verdict)")
+KNOWN: dict[int, str] = {13: ORDER, 77: ORDER}
+
+
+def real_verdict(w: dict) -> str:
+    if not w["pending"]:
+        return "after" if w["afterScaleUp"] else "now"
+    return "partly" if w["afterScaleUp"] else "never"
+
+
+def gpufleet_verdicts(doc: dict) -> dict[str, str]:
+    out = {w: "now" for w in doc["checked"]}
+    for entry in doc.get("scaledFor", []):
+        out[entry["workload"]] = "after"
+    for u in doc["unschedulable"]:
+        out[u["workload"]] = "partly" if u.get("scaleUp") else ("never" if u["reason"] in ("never", "pending")
+                                                                 else u["reason"])
+    return out
+
+
+def added(scale_ups: list[dict]) -> dict[str, int]:
+    return {s["nodeGroup"]: s["to"] - s["from"] for s in scale_ups}
+
+
+@pytest.mark.parametrize("entry", [
+    pytest.param(e, id=f"seed-{e['seed']}", marks=[pytest.mark.xfail(strict=True, reason=KNOWN[e["seed"]])]
+                 if e["seed"] in KNOWN else []) for e in RECORDED["scenarios"]])
+def test_verdicts_and_nodes_added_follow_the_real_cluster_autoscaler(entry, tmp_path):
+    s = scenario(entry["seed"])
+    paths = write(s, tmp_path)
+    assert hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest() == entry["inputs_sha256"], \
+        "the generator no longer builds the scenario the runs were made on"
+    out = run("check", "--nodes", paths[0], "--node-groups", paths[1], paths[2], "--json", *s["options"])
+    assert out.code in (0, 1), out.err
+    mine = gpufleet_verdicts(json.loads(out.out))
+    wrong = {}
+    for workload, verdict in mine.items():
+        real = {real_verdict(r["workloads"][workload]) for r in entry["runs"] if workload in r["workloads"]}
+        if real and verdict not in real:
+            wrong[workload] = (verdict, sorted(real))
+    nodes = added(json.loads(out.out)["scaleUps"])
+    runs = [added(r["scaleUps"]) for r in entry["runs"]]
+    groups = set(nodes).union(*runs)
+    spread = {g: (min(r.get(g, 0) for r in runs), max(r.get(g, 0) for r in runs)) for g in groups}
+    outside = {g: (nodes.get(g, 0), spread[g]) for g in groups if not spread[g][0] <= nodes.get(g, 0) <= spread[g][1]}
+    assert not wrong and not outside, {"verdicts (gpufleet, real)": wrong, "nodes added (gpufleet, real range)":
+                                       outside}
+
+
+def test_the_recorded_runs_cover_every_verdict_and_cap():
+    verdicts = {real_verdict(w) for e in RECORDED["scenarios"] for r in e["runs"] for w in r["workloads"].values()}
+    if not RECORDED["scenarios"]:
+        pytest.skip(f"no recorded runs at {FIXTURE}")
+    assert {"now", "after", "partly", "never"} <= verdicts
+    assert any("--max-nodes-total" in e["options"] for e in RECORDED["scenarios"])
+    assert any("--gpu-total" in e["options"] for e in RECORDED["scenarios"])
