@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpufleet.autoscaler.simulator import FreshNode, PendingPod
-from gpufleet.capacity.quantity import CPU, MEMORY
+from gpufleet.capacity.quantity import CPU, MEMORY, PODS
 from gpufleet.capacity.requests import container_requests
 
 MAX_NODES_PER_SCALEUP = 1000
@@ -55,33 +55,80 @@ def node_limit(*limits: int) -> int:
 
 def estimate(groups: list[PodGroup], fresh: Callable[[], FreshNode], limit: int) -> tuple[int, dict[str, int]]:
     """(nodes needed, pods placed per workload) for these pod groups on copies of one template (`fresh` makes
-    one, its DaemonSet pods on it); at most `limit` nodes are added."""
+    one, its DaemonSet pods on it); at most `limit` nodes are added. Pods without host ports or anti-affinity
+    are packed by counts over all the nodes at once (`_by_counts`); the answer is the same."""
     template = fresh()
     ordered = sorted(groups, key=lambda g: -_size(g, template))  # stable: equal sizes keep their order
+    if not any(g.pod.ports or g.pod.anti for g in ordered):
+        return _by_counts(ordered, template, limit)
     nodes: list[FreshNode] = []
     used: set[int] = set()
     placed: dict[str, int] = {}
     for group in ordered:
         left = group.count
-        while left and any(not n.failure(group.pod) for n in nodes):  # onto the nodes added so far
-            i = next(i for i, n in enumerate(nodes) if not n.failure(group.pod))
-            nodes[i].add(group.pod)
-            used.add(i)
-            placed[group.workload] = placed.get(group.workload, 0) + 1
-            left -= 1
+        for i, node in enumerate(nodes):  # first onto the nodes added so far, the first that fits
+            if not left:
+                break
+            k = min(node.room(group.pod), left)
+            if k:
+                node.add(group.pod, k)
+                used.add(i)
+                left -= k
         while left:
-            if nodes and not nodes[-1].failure(group.pod):
-                nodes[-1].add(group.pod)
-            else:
+            k = min(nodes[-1].room(group.pod), left) if nodes else 0
+            if not k:
                 if nodes and len(nodes) - 1 not in used:
                     break  # the last node added is empty and the pod does not fit it
                 if len(nodes) >= limit:
                     break
                 nodes.append(fresh())
-                if nodes[-1].failure(group.pod):
+                k = min(nodes[-1].room(group.pod), left)
+                if not k:
                     break
-                nodes[-1].add(group.pod)
+            nodes[-1].add(group.pod, k)
             used.add(len(nodes) - 1)
-            placed[group.workload] = placed.get(group.workload, 0) + 1
-            left -= 1
+            left -= k
+        if left < group.count:
+            placed[group.workload] = placed.get(group.workload, 0) + group.count - left
     return len(used), placed
+
+
+def _by_counts(ordered: list[PodGroup], template: FreshNode, limit: int) -> tuple[int, dict[str, int]]:
+    """`estimate` where only resources and the pod count decide: each node is a vector of what it holds."""
+    import numpy as np
+
+    node = template.node
+    names = sorted({r for g in ordered for r, v in g.pod.requests.items()
+                    if v > 0 and r != PODS and r not in node.unknown})
+    pods_room = (node.allocatable.get(PODS, 0) - template.pods) if PODS not in node.unknown else 1 << 40
+    cap = np.array([node.allocatable.get(r, 0) - template.requested.get(r, 0) for r in names] + [pods_room],
+                   dtype=np.int64)
+    used = np.zeros((0, len(cap)), dtype=np.int64)
+    touched = np.zeros(0, dtype=bool)
+    placed: dict[str, int] = {}
+    for group in ordered:
+        need = np.array([group.pod.requests.get(r, 0) for r in names] + [1], dtype=np.int64)
+        asked = need > 0
+        left = group.count
+        if len(used):
+            room = ((cap - used)[:, asked] // need[asked]).min(axis=1).clip(min=0)
+            before = np.cumsum(room) - room  # first fit: each node takes what the earlier ones left over
+            take = np.minimum(room, np.clip(left - before, 0, None))
+            used += take[:, None] * need
+            touched |= take > 0
+            left -= int(take.sum())
+        empty = int(((cap)[asked] // need[asked]).min()) if asked.any() else 0
+        while left:
+            if len(used) and not touched[-1]:
+                break  # the last node added is empty and the pod does not fit it
+            if len(used) >= limit:
+                break
+            k = min(max(empty, 0), left)
+            used = np.vstack((used, (k * need)[None, :]))
+            touched = np.append(touched, k > 0)
+            if not k:
+                break
+            left -= k
+        if left < group.count:
+            placed[group.workload] = placed.get(group.workload, 0) + group.count - left
+    return int(touched.sum()), placed

@@ -82,9 +82,11 @@ class _Groups:
         self.groups = groups
         self.daemonsets = daemonsets
         self._ds: dict[str, list[PendingPod]] = {}
+        self._static: dict[str, dict[int, str | None]] = {}  # per group: its template's static filter answers
 
     def fresh(self, group: NodeGroup, name: str | None = None) -> FreshNode:
-        node = FreshNode(group.template if name is None else copy_of(group.template, name))
+        node = FreshNode(group.template if name is None else copy_of(group.template, name),
+                         self._static.setdefault(group.name, {}))
         found = self._ds.get(group.name)
         if found is None:  # the DaemonSets whose pods a new node of the group runs (placement rules, not room)
             found = self._ds[group.name] = [d for d in self.daemonsets if not _placement_failure(node, d)]
@@ -132,8 +134,9 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         else:
             left.append(p)
     not_ready = {g.name for g in groups if unhealthy(g)}
+    starts: dict[tuple[int, int], int] = {}  # (a run of nodes, a pod): nodes of the run known full for it
     for _ in range(_PASSES):
-        remaining = _not_on([*freed, *upcoming], left)
+        remaining = _not_on([*freed, *upcoming], left, starts)
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
@@ -205,16 +208,34 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
     return plan
 
 
-def _not_on(upcoming: list[FreshNode], pending: list[Pending]) -> list[Pending]:
+def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int]) -> list[Pending]:
     """What stays pending once the nodes on their way took what fits (first fit, higher priority first); the
     upcoming nodes keep what they took."""
     out = []
+    runs: list[list[FreshNode]] = []  # nodes made from one template share its static filter answers
+    for node in upcoming:
+        if runs and runs[-1][0].static is node.static:
+            runs[-1].append(node)
+        else:
+            runs.append([node])
     for p in sorted(pending, key=lambda p: -p.priority):
         left = p.count
-        for node in upcoming:
-            while left and not node.failure(p.pod):
-                node.add(p.pod)
-                left -= 1
+        for run in runs:
+            if run[0].static_failure(p.pod) is not None:  # the template refuses it: so does every copy
+                continue
+            # Nodes only fill up: the ones this pod found full before are full still, and first fit skips them.
+            key = (id(run[0]), id(p.pod))
+            i = starts.get(key, 0)
+            while i < len(run) and left:
+                k = min(run[i].room(p.pod), left)
+                if k:
+                    run[i].add(p.pod, k)
+                    left -= k
+                if not left:
+                    break
+                if i == starts.get(key, 0):
+                    starts[key] = i + 1
+                i += 1
             if not left:
                 break
         if left:

@@ -65,16 +65,33 @@ def pending_pod(spec: dict, namespace: str, labels: dict[str, str], extended_res
 
 @dataclass
 class FreshNode:
+    """A node of the simulation and the pods put on it. Nodes copied from one template share `static` (what
+    the filters that read only the pod and the node say, per pod), so it is asked once per template."""
+
     node: Node
+    static: dict[int, str | None] = field(default_factory=dict)
     requested: dict[str, int] = field(default_factory=dict)
     pods: int = 0
     ports: UsedPorts = field(default_factory=lambda: UsedPorts(1))
     held: list[PendingPod] = field(default_factory=list)
+    """The distinct pods on it (for anti-affinity)."""
+    full: set[int] = field(default_factory=set)
+    """Pods (by id) that no longer fit: a node only gains pods, so it stays so."""
+
+    def static_failure(self, pod: PendingPod) -> str | None:
+        """The first failing filter that reads only the pod and the node (shared by copies of a template)."""
+        return self._static(pod)
+
+    def _static(self, pod: PendingPod) -> str | None:
+        key = id(pod)
+        if key not in self.static:
+            self.static[key] = static_failure(self.node, pod.terms)
+        return self.static[key]
 
     def failure(self, pod: PendingPod) -> list[str]:
         """The reasons the pod does not fit here (the first failing filter's, as the scheduler reports a
         node); [] when it fits."""
-        reason = static_failure(self.node, pod.terms)
+        reason = self._static(pod)
         if reason is not None:
             return [reason]
         if pod.ports and self.ports.taken_on(pod.ports, 0):
@@ -88,17 +105,46 @@ class FreshNode:
                 short.append(f"Insufficient {r}")
         if short:
             return short
-        if any(_repels(a, b) or _repels(b, a) for a in (pod,) for b in self.held):
+        if any(_repels(pod, other) or _repels(other, pod) for other in self.held):
             return [ANTI_AFFINITY_REASON]
         return []
 
-    def add(self, pod: PendingPod) -> None:
+    def room(self, pod: PendingPod) -> int:
+        """How many more copies of the pod fit here, one after another (0 where `failure` is not empty)."""
+        if id(pod) in self.full:
+            return 0
+        n = self._room(pod)
+        if not n:
+            self.full.add(id(pod))
+        return n
+
+    def _room(self, pod: PendingPod) -> int:
+        if self._static(pod) is not None:
+            return 0
+        alloc = self.node.allocatable
+        n = alloc.get(PODS, 0) - self.pods if PODS not in self.node.unknown else 1 << 30
         for r, v in pod.requests.items():
-            self.requested[r] = self.requested.get(r, 0) + v
-        self.pods += 1
+            if v > 0 and r != PODS and r not in self.node.unknown:
+                n = min(n, (alloc.get(r, 0) - self.requested.get(r, 0)) // v)
+        if n <= 0:
+            return 0
+        if pod.ports:  # its own ports clash with a copy's
+            n = 0 if self.ports.taken_on(pod.ports, 0) else 1
+        if any(_repels(pod, other) or _repels(other, pod) for other in self.held):
+            return 0
+        if _repels(pod, pod):
+            n = min(n, 1)
+        return n
+
+    def add(self, pod: PendingPod, copies: int = 1) -> None:
+        for r, v in pod.requests.items():
+            self.requested[r] = self.requested.get(r, 0) + v * copies
+        self.pods += copies
         if pod.ports:
-            self.ports.add(0, pod.ports)
-        self.held.append(pod)
+            for _ in range(copies):
+                self.ports.add(0, pod.ports)
+        if all(other is not pod for other in self.held):
+            self.held.append(pod)
 
 
 def _repels(pod: PendingPod, other: PendingPod) -> bool:

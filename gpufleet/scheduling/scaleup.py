@@ -25,10 +25,11 @@ from gpufleet.autoscaler.orchestrator import (
     plan_scale_up,
 )
 from gpufleet.autoscaler.simulator import pending_pod
-from gpufleet.capacity.kubectl import node_from_object
+from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.quantity import CPU, MEMORY
 from gpufleet.capacity.requests import pod_requests
+from gpufleet.gc_pause import collector_paused
 from gpufleet.manifests.workloads import flatten, workloads_of
 from gpufleet.scheduling.engine import check_workloads
 from gpufleet.scheduling.result import CheckResult
@@ -98,6 +99,7 @@ def _priority_classes(objects: list[dict]) -> tuple[dict[str, int], int]:
     return classes, default
 
 
+@collector_paused()  # the loop makes no reference cycles; collections would only rescan the inputs
 def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[dict], groups: list[NodeGroup],
                         options: ScaleUpOptions, *, extended_resource_toleration: bool = False,
                         ) -> tuple[CheckResult, ScaleUpVerdicts]:
@@ -131,12 +133,17 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
     held = [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
             for node in added for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]
     # The second run: what the first placed keeps running where it is; only the Pending pods are placed again.
-    running: list[dict] = []
+    running: list[BoundPod] = []
     made = dict.fromkeys(workloads, 0)
+    shapes: dict[str, BoundPod | None] = {}
     for placed, node, count in first.placements:
         if placed in workloads and placed not in expendable:  # the autoscaler counts their room free
+            if placed not in shapes:  # one pod read as a running pod; its copies differ in name and node
+                shapes[placed] = bound_pods([_running(workloads[placed], node, 0)])[0]
+            shape = shapes[placed]
             for _ in range(count):
-                running.append(_running(workloads[placed], node, made[placed]))
+                if shape is not None:
+                    running.append(replace(shape, name=f"{workloads[placed].name}-placed-{made[placed]}", node=node))
                 made[placed] += 1
     counts = {p.workload: p.count for p in pending}
     again = []
@@ -181,7 +188,6 @@ def _freed(nodes: list[Node], pods: list, placements: list[tuple[str, str, int]]
     """The existing nodes where expendable pods of the check were placed, as the autoscaler sees them: holding
     the other pods only."""
     from gpufleet.autoscaler.simulator import FreshNode
-    from gpufleet.scheduling.engine import bound_pods
 
     where = {node for w, node, _ in placements if w in expendable}
     if not where:
