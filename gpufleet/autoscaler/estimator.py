@@ -61,6 +61,11 @@ def estimate(groups: list[PodGroup], fresh: Callable[[], FreshNode], limit: int)
     ordered = sorted(groups, key=lambda g: -_size(g, template))  # stable: equal sizes keep their order
     if not any(g.pod.ports or g.pod.anti for g in ordered):
         return _by_counts(ordered, template, limit)
+    return _by_pods(ordered, fresh, limit)
+
+
+def _by_pods(ordered: list[PodGroup], fresh: Callable[[], FreshNode], limit: int) -> tuple[int, dict[str, int]]:
+    """`estimate` node by node, every filter of the simulator asked."""
     nodes: list[FreshNode] = []
     used: set[int] = set()
     placed: dict[str, int] = {}
