@@ -59,6 +59,10 @@ def command(
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
+    node_groups: Annotated[Path | None, typer.Option(
+        "--node-groups", metavar="FILE",
+        help="Node groups the cluster autoscaler may grow (as `check --node-groups`): also answer with every "
+             "group grown to its max size.")] = None,
 ) -> None:
     """How many more of a pod fit, one after another, as kube-scheduler would place them.
 
@@ -83,16 +87,27 @@ def command(
                                         extended_resource_toleration=extended_resource_toleration), as_json)
             return
         assert probe_obj is not None  # without --shapes, --probe was given (checked above)
+        grown = None
+        if node_groups is not None:
+            from gpufleet.autoscaler.nodegroups import read_node_groups
+            from gpufleet.scheduling.scaleup import grown_fleet
+
+            grown = grown_fleet(cap.nodes, cap.pods, objects, read_node_groups(node_groups, cap.nodes))
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
                               extended_resource_toleration=extended_resource_toleration)
+            scaled = None if grown is None else headroom(
+                grown[0], grown[1], objects, probe_obj, extended_resource_toleration=extended_resource_toleration)
         except ProbeError as e:
             raise InputError(f"--probe {probe}: {e}") from e
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e
     if as_json:
-        print(json.dumps(answer.to_json()))
+        out = answer.to_json()
+        if scaled is not None and grown is not None:
+            out["withScaleUp"] = {**scaled.to_json(), "nodesAdded": grown[2]}
+        print(json.dumps(out))
         return
     low, high = answer.instances_range
     spread = f" ({low}-{high} over the scheduler's tie-breaking)" if low != high else ""
@@ -109,6 +124,12 @@ def command(
         print("  by node: " + ", ".join(f"{k} {v}" for k, v in shown[:10]) + more)
     if answer.stopped_by:
         print(f"Stopped by: {answer.stopped_by}")
+    if scaled is not None and grown is not None:
+        low, high = scaled.instances_range
+        spread = f" ({low}-{high})" if low != high else ""
+        added = ", ".join(f"{g} +{n}" for g, n in grown[2].items()) or "no group can grow"
+        print(f"With scale-up (every node group at its max size: {added}): {scaled.instances} more instance(s)"
+              f"{spread}.")
 
 
 def _print_table(rows, as_json: bool) -> None:

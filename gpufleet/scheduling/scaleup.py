@@ -288,3 +288,27 @@ def _merged(first: CheckResult, second: CheckResult, verdicts: ScaleUpVerdicts) 
         else:
             out.unschedulable.append(u)
     return out
+
+
+def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list[NodeGroup],
+                ) -> tuple[list[Node], list, dict[str, int]]:
+    """The fleet once every node group that can grow has grown to its max size (its nodes on their way
+    included; a group the autoscaler counts unhealthy gets only those): (nodes, running pods with the
+    DaemonSet pods of the added nodes, nodes added per group). `headroom --node-groups` counts on it."""
+    from gpufleet.autoscaler.nodegroups import copy_of
+    from gpufleet.autoscaler.orchestrator import unhealthy
+
+    flat = list(flatten(objects))
+    daemonsets = [pending_pod(w.spec, w.namespace, w.labels, daemonset=True)
+                  for w in (_daemonset(o) for o in flat) if w is not None]
+    added: list[Node] = []
+    per_group: dict[str, int] = {}
+    for g in groups:
+        count = g.upcoming if unhealthy(g) else g.max_size - len(g.members)
+        for i in range(max(count, 0)):
+            added.append(copy_of(g.template, f"{g.name}-new-{i}"))
+        if count > 0:
+            per_group[g.name] = count
+    held = [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
+            for node in added for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]
+    return [*nodes, *added], [*pods, *held], per_group
