@@ -44,15 +44,20 @@ def waste(option: Option) -> float:
     return total
 
 
-def best_option(options: list[Option], expander: str, rng: random.Random) -> Option:
-    """The option the expander picks (ties broken at random with the run's generator)."""
+def most_pods_or_least_waste(options: list[Option], expander: str) -> list[Option]:
+    """The options a deterministic expander leaves (more than one where they tie)."""
     if expander == "least-waste":
         scores = [waste(o) for o in options]
         least = min(scores)
-        options = [o for o, s in zip(options, scores, strict=True) if s == least]
-    elif expander == "most-pods":
+        return [o for o, s in zip(options, scores, strict=True) if s == least]
+    if expander == "most-pods":
         most = max(o.pods for o in options)
-        options = [o for o in options if o.pods == most]
-    elif expander != "random":
-        raise ValueError(f"unknown expander {expander!r}")
+        return [o for o in options if o.pods == most]
+    raise ValueError(f"unknown expander {expander!r}")
+
+
+def best_option(options: list[Option], expander: str, rng: random.Random) -> Option:
+    """The option the expander picks (ties broken at random with the run's generator)."""
+    if expander != "random":
+        options = most_pods_or_least_waste(options, expander)
     return options[rng.randrange(len(options))] if len(options) > 1 else options[0]

@@ -64,6 +64,9 @@ class ScaleUpPlan:
     """Per group that grows: (target size before, after)."""
     picks: list[tuple[str, int, str]] = field(default_factory=list)
     """Per pass that added nodes: (group, nodes added, what else the expander weighed: other options)."""
+    differ: list[tuple[str, str, str]] = field(default_factory=list)
+    """Per pass where another expander would pick another group among the same options: (the group picked,
+    the other expander, the group it would pick)."""
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per workload, per group that cannot take its pods: why (the filter's words, or the group's cap)."""
     caps: dict[str, str] = field(default_factory=dict)
@@ -182,6 +185,11 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         if not options:
             break
         best = best_option(options, expander, rng)
+        for other in ("least-waste", "most-pods"):
+            if other != expander:
+                alone = _alone(options, other)
+                if alone is not None and alone.group != best.group:
+                    plan.differ.append((best.group, other, alone.group))
         group = next(g for g in groups if g.name == best.group)
         new, cap = best.nodes, ""
         if max_nodes_total and current + new > max_nodes_total:
@@ -206,6 +214,14 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             upcoming.append(made.fresh(group, f"{group.name}-new-{index}"))
             plan.added.append((group.name, upcoming[-1].node))
     return plan
+
+
+def _alone(options: list[Option], expander: str) -> Option | None:
+    """The option an expander picks with no tie left to chance; None where it leaves a tie."""
+    from gpufleet.autoscaler.expander import most_pods_or_least_waste
+
+    found = most_pods_or_least_waste(options, expander)
+    return found[0] if len(found) == 1 else None
 
 
 def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int]) -> list[Pending]:

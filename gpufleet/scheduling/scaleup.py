@@ -67,6 +67,8 @@ class ScaleUpVerdicts:
         for group, added, others in self.plan.picks:
             if others:
                 out.append(f"  expander {self.expander} picked {group} (+{added}) over {others}")
+        for group, other, instead in self.plan.differ:
+            out.append(f"  note: --expander {other} would pick {instead} where {self.expander} picked {group}")
         for w, by in self.after.items():
             where = ", ".join(f"{g}: {n} pod(s) on {self.nodes[w].get(g, 0)} new node(s)" for g, n in by.items())
             out.append(f"after scale-up: {w} runs ({where or 'where expendable pods are preempted for it'})")
@@ -74,6 +76,8 @@ class ScaleUpVerdicts:
 
     def to_json(self) -> dict:
         return {"scaleUps": [{"nodeGroup": g, "from": a, "to": b} for g, (a, b) in self.plan.sizes.items()],
+                "expander": self.expander,
+                "otherExpanders": [{"picked": g, "expander": e, "wouldPick": i} for g, e, i in self.plan.differ],
                 "scaledFor": [{"workload": w, "scaleUp": [{"nodeGroup": g, "nodes": self.nodes[w].get(g, 0), "pods": n}
                                                           for g, n in by.items()]}
                               for w, by in self.after.items()]}

@@ -151,3 +151,16 @@ def test_the_room_of_expendable_pods_counts_as_free_as_the_autoscaler_counts_it(
     doc = json.loads(out.out)
     assert doc["scaleUps"] == []
     assert [u["workload"] for u in doc["unschedulable"]] == []
+
+
+def test_a_note_says_where_another_expander_would_pick_another_group(tmp_path):
+    groups = [{"name": "big", "maxSize": 3, "template": template(gpus=8, cpu="96", memory="1000Gi")},
+              {"name": "small", "maxSize": 1, "template": template(gpus=2, cpu="8", memory="32Gi")}]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 6)])
+    doc = json.loads(out.out)
+    # least-waste takes the small node first (2 pods, little waste); most-pods would take the big one (6 pods).
+    assert doc["scaleUps"][0] == {"nodeGroup": "small", "from": 0, "to": 1}
+    assert doc["otherExpanders"][0] == {"picked": "small", "expander": "most-pods", "wouldPick": "big"}
+    nodes_file, groups_file, app = write(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 6)])
+    text = run("check", "--nodes", nodes_file, "--node-groups", groups_file, app).out
+    assert "note: --expander most-pods would pick big where least-waste picked small" in text
