@@ -17,7 +17,9 @@ tests/autoscaler/scenarios.py, writes it to a temporary directory and, `--runs` 
    [--max-nodes-total N] [--gpu-total MIN:MAX] --seed S app.yaml` prints JSON (scaleUps; per workload its
    pods placed after scale-up, still pending, the groups they went to and each group's NoScaleUp reason).
 Run k uses seed k for the autoscaler (its expanders break ties at random); the scheduler's own ties are
-broken at random too.
+broken at random too. The last `--reversed-runs` runs hand the autoscaler the Pending workloads in reverse
+order: a live autoscaler lists unschedulable pods in its informer cache's order, which nothing fixes, and
+which workload gets the room of nodes on their way can depend on it.
 """
 
 from __future__ import annotations
@@ -41,9 +43,14 @@ ABOUT = ("What the real kube-scheduler v1.34 (pods in manifest order) and then c
          "expanders, run in-process over a fake cluster, the loop repeated until no scale-up happens) did with the "
          "scenarios tests/autoscaler/scenarios.py `scenario(seed)` generates. Per seed, `inputs_sha256` is the "
          "digest of the files written (the tests regenerate them and check it) and each entry of `runs` is one "
-         "run with its own random seed: the scale-ups (group, from, to) and per workload its pods scheduled "
+         "run with its own random seed (the last two with the Pending workloads handed to the autoscaler in "
+         "reverse order, `pendingOrder`, as a live autoscaler's list has no fixed order): the scale-ups "
+         "(group, from, to) and per workload its pods scheduled "
          "before scale-up, after it, and left pending, with each node group's NoScaleUp reason. Recorded by "
          "scripts/record_autoscaler_oracle.py; the tests never run the autoscaler.")
+
+
+KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod")
 
 
 def scheduled(scheduler: Path, paths) -> dict[str, list[str]]:
@@ -105,6 +112,8 @@ def main() -> None:
     parser.add_argument("--scheduler", required=True, type=Path, help="the kube-scheduler reference")
     parser.add_argument("--seeds", default="0-59")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--reversed-runs", type=int, default=2,
+                        help="further runs with the Pending workloads handed to the autoscaler in reverse order")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--version", default="")
     args = parser.parse_args()
@@ -116,10 +125,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             paths = write(s, Path(tmp))
             runs, walls = [], []
-            for run in range(1, args.runs + 1):
+            for run in range(1, args.runs + args.reversed_runs + 1):
                 start = time.time()
                 placed = scheduled(args.scheduler, paths)
-                pods, app = remaining(s["objects"], placed, Path(tmp))
+                objects = s["objects"]
+                if run > args.runs:  # the autoscaler's list of unschedulable pods has no fixed order
+                    workloads = [o for o in objects if o["kind"] in KINDS]
+                    objects = [o for o in objects if o["kind"] not in KINDS] + workloads[::-1]
+                pods, app = remaining(objects, placed, Path(tmp))
                 done = subprocess.run([str(args.reference), "--nodes", str(paths[0]), "--pods", str(pods),
                                        "--node-groups", str(paths[1]), *options, "--seed", str(run), str(app)],
                                       capture_output=True, text=True, timeout=600)
@@ -136,7 +149,8 @@ def main() -> None:
                                       "afterScaleUp": w.get("afterScaleUp", 0) + w.get("scheduledNow", 0),
                                       "pending": w.get("pending", 0), "nodeGroups": w.get("nodeGroups") or {},
                                       "noScaleUp": w.get("noScaleUp") or {}}
-                runs.append({"scaleUps": out.get("scaleUps") or [], "workloads": workloads})
+                runs.append({"scaleUps": out.get("scaleUps") or [], "workloads": workloads,
+                             "pendingOrder": "reversed" if run > args.runs else "manifest"})
             recorded.append({"seed": seed, "inputs_sha256": digest(paths), "options": s["options"],
                              "run_wall_s": walls, "runs": runs})
         print(f"seed {seed}: {[r['scaleUps'] for r in runs]}", file=sys.stderr)

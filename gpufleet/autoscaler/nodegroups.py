@@ -6,7 +6,9 @@ object (labels, taints, allocatable and capacity), or `like: NODE` to copy a nod
 fleet a group already has are those labelled `gpufleet.dev/node-group: <name>`, or those carrying the group's
 pool label (AKS agentpool, EKS nodegroup, GKE node pool, Karpenter NodePool, Cluster API MachineDeployment)
 with the template's value. `targetSize` defaults to the nodes it has; above that, the difference is nodes on
-their way (upcoming), as the autoscaler counts them.
+their way (upcoming), as the autoscaler counts them. While a group has a node, the autoscaler builds its
+template from that node (its first), not from the group's declared template, as its template provider does
+(processors/nodeinfosprovider, mixed).
 """
 
 from __future__ import annotations
@@ -194,6 +196,8 @@ def read_node_groups(path: Path | str, nodes: list[Node]) -> list[NodeGroup]:
         if target > high:
             errors.append(f"{where}.targetSize: {target} is above maxSize {high}")
             continue
+        if members:  # the autoscaler templates a group from one of its nodes, while it has one
+            template = sanitized(by_name[members[0]], name)
         groups.append(NodeGroup(name, low, high, template, members, max(target, len(members)), str(path)))
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))

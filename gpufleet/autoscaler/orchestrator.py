@@ -92,7 +92,11 @@ class _Groups:
                          self._static.setdefault(group.name, {}))
         found = self._ds.get(group.name)
         if found is None:  # the DaemonSets whose pods a new node of the group runs (placement rules, not room)
-            found = self._ds[group.name] = [d for d in self.daemonsets if not _placement_failure(node, d)]
+            # A template made from a node of the group holds the DaemonSet pods that node runs, which the
+            # running pods already show; only a group with no node gets every DaemonSet that would run there
+            # (SanitizedTemplateNodeInfoFromNodeInfo's forceDaemonSets).
+            found = self._ds[group.name] = [] if group.members else [
+                d for d in self.daemonsets if not _placement_failure(node, d)]
         for pod in found:
             node.add(pod)
         return node

@@ -134,8 +134,8 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
         return first, verdicts
     added = [node for _, node in plan.added]
     group_of = {node.name: group for group, node in plan.added}
-    held = [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
-            for node in added for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]
+    fresh_groups = {g.name for g in groups if not g.members}
+    held = _daemonset_pods([node for g, node in plan.added if g in fresh_groups], daemonsets)
     # The second run: what the first placed keeps running where it is; only the Pending pods are placed again.
     running: list[BoundPod] = []
     made = dict.fromkeys(workloads, 0)
@@ -307,12 +307,19 @@ def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list
                   for w in (_daemonset(o) for o in flat) if w is not None]
     added: list[Node] = []
     per_group: dict[str, int] = {}
+    held = []
     for g in groups:
         count = g.upcoming if unhealthy(g) else g.max_size - len(g.members)
-        for i in range(max(count, 0)):
-            added.append(copy_of(g.template, f"{g.name}-new-{i}"))
+        made = [copy_of(g.template, f"{g.name}-new-{i}") for i in range(max(count, 0))]
+        added += made
+        if not g.members:  # as the scale-up loop: a group with a node has its template's DaemonSet pods already
+            held += _daemonset_pods(made, daemonsets)
         if count > 0:
             per_group[g.name] = count
-    held = [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
-            for node in added for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]
     return [*nodes, *added], [*pods, *held], per_group
+
+
+def _daemonset_pods(nodes: list[Node], daemonsets: list) -> list[BoundPod]:
+    """The DaemonSet pods each of these new nodes runs, as running pods."""
+    return [BoundPod("kube-system", f"{node.name}-ds-{i}", node.name, dict(ds.requests), ports=ds.ports)
+            for node in nodes for i, ds in enumerate(d for d in daemonsets if _runs_on(d, node))]

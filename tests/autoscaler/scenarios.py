@@ -29,7 +29,8 @@ SHAPES = {
 def _node(name: str, shape: str, tainted: bool, group: str | None) -> dict:
     cpu, memory, gpus, product = SHAPES[shape]
     alloc = {"cpu": cpu, "memory": memory, "pods": "110", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-    labels = {"kubernetes.io/os": "linux", **({"nvidia.com/gpu.product": product} if product else {}),
+    labels = {"kubernetes.io/os": "linux",
+              **({"nvidia.com/gpu.product": product, "nvidia.com/gpu.present": "true"} if product else {}),
               **({GROUP_LABEL: group} if group else {})}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": {"taints": [GPU_TAINT] if tainted else []},
@@ -47,6 +48,9 @@ def _workload(rng: random.Random, i: int, products: list[str]) -> dict:
         spec["nodeSelector"] = {"nvidia.com/gpu.product": rng.choice(products)}
     if rng.random() < 0.1:
         spec["priorityClassName"] = "scavenger"
+    if rng.random() < 0.15:  # one per node (the pods repel each other)
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": f"w{i}"}}, "topologyKey": "kubernetes.io/hostname"}]}}
     name, replicas = f"w{i}", rng.randint(1, 12)
     meta = {"name": name, "namespace": "ml"}
     template = {"metadata": {"labels": {"app": name}}, "spec": spec}
@@ -56,6 +60,16 @@ def _workload(rng: random.Random, i: int, products: list[str]) -> dict:
                 "spec": {"parallelism": replicas, "completions": replicas, "template": template}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}}
+
+
+def _daemonset(rng: random.Random) -> dict:
+    spec = {"nodeSelector": {"nvidia.com/gpu.present": "true"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "agent", "image": "registry.example/agent:1", "resources": {"requests": {
+                "cpu": rng.choice(["500m", "2", "6"]), "memory": rng.choice(["1Gi", "8Gi", "24Gi"])}}}]}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "gpu-agent", "namespace": "monitoring"},
+            "spec": {"selector": {"matchLabels": {"app": "gpu-agent"}},
+                     "template": {"metadata": {"labels": {"app": "gpu-agent"}}, "spec": spec}}}
 
 
 def scenario(seed: int) -> dict:
@@ -76,6 +90,8 @@ def scenario(seed: int) -> dict:
     products = sorted({SHAPES[s][3] for s in shapes if SHAPES[s][3]})
     objects: list[dict] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                             "metadata": {"name": "scavenger"}, "value": -100}]
+    if rng.random() < 0.35:  # an agent on every GPU node, holding room a new node cannot give the workloads
+        objects.append(_daemonset(rng))
     objects += [_workload(rng, i, products) for i in range(rng.randint(1, 5))]
     options: list[str] = []
     if rng.random() < 0.2:

@@ -101,13 +101,20 @@ def test_the_daemonset_pods_a_new_node_runs_count_on_its_template(tmp_path):
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "kube-system"},
           "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
               "containers": [{"name": "a", "image": "a", "resources": {"requests": {"cpu": "12"}}}]}}}}
-    # gpu-0 takes 4 of the 8 pods. A new node's 16 cpu hold the agent's 12 first: two 2-cpu pods per new node,
-    # so the other 4 need two nodes where GPUs alone would need one.
-    out = check(tmp_path, [node("gpu-0", labels=A100, cpu="16")],
-                [{"name": "a100", "maxSize": 10, "template": {"like": "gpu-0"}}], [ds, deployment("infer", 8, cpu="2")])
+    # A group scaled from zero: its template's 16 cpu hold the agent's 12 first, so two 2-cpu pods fit a new
+    # node, and 4 pods need two nodes where GPUs alone would need one.
+    out = check(tmp_path, [node("cpu-0", gpus=0)], [{"name": "a100", "maxSize": 10, "template": template(
+        gpus=4, cpu="16", memory="64Gi")}], [ds, deployment("infer", 4, cpu="2")])
     doc = json.loads(out.out)
-    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
+    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 0, "to": 2}]
     assert out.code == 0
+
+
+def test_a_group_with_a_node_is_templated_from_that_node_not_its_declared_template(tmp_path):
+    # The declared template says 8 GPUs; the group's node has 4, and the autoscaler copies the node.
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 10, "template": template(gpus=8)}], [deployment("infer", 12)])
+    assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
 
 
 def test_text_output_says_what_the_autoscaler_adds_and_what_runs_after(tmp_path):
