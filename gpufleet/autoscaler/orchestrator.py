@@ -74,6 +74,11 @@ class ScaleUpPlan:
     expendable: list[str] = field(default_factory=list)
     added: list[tuple[str, Node]] = field(default_factory=list)
     """The nodes added and on their way: (group, node), node names `<group>-new-<i>`."""
+    placed: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per workload, the pods the autoscaler's simulation put on each node on its way (or freed of expendable
+    pods), by node name: what it counts as placed once it has scaled up."""
+    still: dict[str, int] = field(default_factory=dict)
+    """Per workload, the pods still Pending in the autoscaler's view when it adds nothing more."""
 
 
 def _gpus(node: Node) -> int:
@@ -143,7 +148,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
     not_ready = {g.name for g in groups if unhealthy(g)}
     starts: dict[tuple[int, int], int] = {}  # (a run of nodes, a pod): nodes of the run known full for it
     for _ in range(_PASSES):
-        remaining = _not_on([*freed, *upcoming], left, starts)
+        remaining = _not_on([*freed, *upcoming], left, starts, plan.placed)
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
@@ -217,6 +222,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             index = len([a for a in plan.added if a[0] == group.name])
             upcoming.append(made.fresh(group, f"{group.name}-new-{index}"))
             plan.added.append((group.name, upcoming[-1].node))
+    plan.still = {p.workload: p.count for p in left}
     return plan
 
 
@@ -228,9 +234,10 @@ def _alone(options: list[Option], expander: str) -> Option | None:
     return found[0] if len(found) == 1 else None
 
 
-def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int]) -> list[Pending]:
+def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int],
+            placed: dict[str, dict[str, int]]) -> list[Pending]:
     """What stays pending once the nodes on their way took what fits (first fit, higher priority first); the
-    upcoming nodes keep what they took."""
+    upcoming nodes keep what they took, and `placed` counts it (workload -> node name -> pods)."""
     out = []
     runs: list[list[FreshNode]] = []  # nodes made from one template share its static filter answers
     for node in upcoming:
@@ -250,6 +257,8 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tupl
                 k = min(run[i].room(p.pod), left)
                 if k:
                     run[i].add(p.pod, k)
+                    on = placed.setdefault(p.workload, {})
+                    on[run[i].node.name] = on.get(run[i].node.name, 0) + k
                     left -= k
                 if not left:
                     break

@@ -1,10 +1,10 @@
 """`check --node-groups`: the verdicts of a cluster that autoscales (docs/autoscaling.md).
 
 The scheduler runs first on the nodes there are. The pods it leaves Pending go to the autoscaler's scale-up
-loop (gpufleet.autoscaler), which decides how many nodes each group adds. The scheduler then runs again with
-those nodes (and the nodes already on their way), each holding the DaemonSet pods a new node runs. Per workload
-Pending at first:
-- every pod placed the second time: it runs after scale-up (`scaleUp`: the groups its pods went to);
+loop (gpufleet.autoscaler), which decides how many nodes each group adds and, in its own simulation, which
+pods they hold. The verdicts are that view, once it adds nothing more (a live autoscaler keeps adding until
+it holds). Per workload Pending at first:
+- every pod placed by the autoscaler's view: it runs after scale-up (`scaleUp`: the groups its pods went to);
 - some: partly, naming what stopped the rest (a group's max size, --max-nodes-total, --gpu-total);
 - none: never, with every group's reason (the filter's words on its template, or its cap).
 Exit 0 when everything runs now or after scale-up.
@@ -132,58 +132,34 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
     verdicts = ScaleUpVerdicts(plan, options.expander)
     if not pending:
         return first, verdicts
-    added = [node for _, node in plan.added]
+    # The verdicts are the autoscaler's own view once it adds nothing more: the pods its simulation put on the
+    # nodes it added (or on nodes it counts freed of expendable pods), and those still Pending. On a live
+    # cluster it keeps adding until that view holds; the scheduler's own placement on the new nodes can differ.
     group_of = {node.name: group for group, node in plan.added}
-    fresh_groups = {g.name for g in groups if not g.members}
-    held = _daemonset_pods([node for g, node in plan.added if g in fresh_groups], daemonsets)
-    # The second run: what the first placed keeps running where it is; only the Pending pods are placed again.
-    running: list[BoundPod] = []
-    made = dict.fromkeys(workloads, 0)
-    shapes: dict[str, BoundPod | None] = {}
-    for placed, node, count in first.placements:
-        if placed in workloads and placed not in expendable:  # the autoscaler counts their room free
-            if placed not in shapes:  # one pod read as a running pod; its copies differ in name and node
-                shapes[placed] = bound_pods([_running(workloads[placed], node, 0)])[0]
-            shape = shapes[placed]
-            for _ in range(count):
-                if shape is not None:
-                    running.append(replace(shape, name=f"{workloads[placed].name}-placed-{made[placed]}", node=node))
-                made[placed] += 1
-    counts = {p.workload: p.count for p in pending}
-    again = []
-    for o in flat:
-        key = workload_key(o)
-        if key is None:
-            again.append(o)
-        elif key in counts and key not in expendable:
-            again.append(_with_replicas(o, counts[key]))
-    second = check_workloads([*nodes, *added], [*pods, *held, *running], again,
-                             extended_resource_toleration=extended_resource_toleration) if added or freed else first
-    still = {u.workload: u for u in second.unschedulable if u.reason == "pending"}
-    wanted = {p.workload: p.count for p in pending}
     for p in pending:
-        if p.workload in expendable:  # not scaled for, and (not placed again) no competitor for the new room
+        if p.workload in expendable:  # not scaled for, and no competitor for the new room
             verdicts.never[p.workload] = {g.name: EXPENDABLE for g in groups}
             continue
-        left = still.get(p.workload)
+        on = plan.placed.get(p.workload, {})
         went: dict[str, int] = {}
-        used: dict[str, set[str]] = {}
-        for workload, node, count in second.placements:
-            if workload == p.workload and node in group_of:
-                went[group_of[node]] = went.get(group_of[node], 0) + count
-                used.setdefault(group_of[node], set()).add(node)
-        verdicts.nodes[p.workload] = {g: len(n) for g, n in used.items()}
+        used: dict[str, int] = {}
+        for name, count in on.items():
+            if name in group_of:
+                went[group_of[name]] = went.get(group_of[name], 0) + count
+                used[group_of[name]] = used.get(group_of[name], 0) + 1
+        verdicts.nodes[p.workload] = used
         verdicts.went[p.workload] = went
-        if left is None:
+        still = plan.still.get(p.workload, 0)
+        if not still:
             verdicts.after[p.workload] = went
-        elif left.pending < wanted[p.workload]:
+        elif still < p.count:
             stop = plan.caps.get(p.workload) or _why(plan, p.workload)
-            verdicts.partly[p.workload] = (wanted[p.workload] - left.pending, wanted[p.workload], stop)
+            verdicts.partly[p.workload] = (p.count - still, p.count, stop)
         else:
             reasons = dict(plan.reasons.get(p.workload, {}))
             verdicts.never[p.workload] = reasons or {g.name: "no scale-up was needed by its pods' groups"
                                                      for g in groups}
-    result = _merged(first, second, verdicts)
+    result = _merged(first, verdicts)
     return result, verdicts
 
 
@@ -212,32 +188,10 @@ def _freed(nodes: list[Node], pods: list, placements: list[tuple[str, str, int]]
     return list(out.values())
 
 
-def workload_key(obj: dict) -> str | None:
-    from gpufleet.manifests.workloads import workload_of
-
-    w = workload_of(obj)
-    return None if w is None else w.key
 
 
-def _running(workload, node: str, i: int) -> dict:
-    """One of the workload's pods the first run placed, as a running Pod object bound to its node."""
-    meta = {"name": f"{workload.name}-placed-{i}", "namespace": workload.namespace, "labels": dict(workload.labels)}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {**workload.spec, "nodeName": node},
-            "status": {"phase": "Running"}}
 
 
-def _with_replicas(obj: dict, count: int) -> dict:
-    """The workload with `count` pods to place (what the first run left Pending)."""
-    kind, spec = obj.get("kind"), dict(obj.get("spec") or {})
-    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
-        spec["replicas"] = count
-    elif kind == "Job":
-        spec["parallelism"], spec["completions"] = count, count
-    elif kind == "CronJob":
-        template = dict(spec.get("jobTemplate") or {})
-        template["spec"] = {**(template.get("spec") or {}), "parallelism": count, "completions": count}
-        spec["jobTemplate"] = template
-    return {**obj, "spec": spec}
 
 
 def _why(plan: ScaleUpPlan, workload: str) -> str:
@@ -264,19 +218,18 @@ def _daemonset(obj: dict):
     return workload_of(as_set)
 
 
-def _merged(first: CheckResult, second: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
+def _merged(first: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
     """The check's result with scale-up: workloads that run after it leave `unschedulable`; those that stay
-    Pending carry the scheduler's words on the grown cluster and the autoscaler's."""
+    Pending carry the scheduler's words on the cluster as it is and the autoscaler's."""
     out = CheckResult(checked=first.checked, warnings=first.warnings, memory=first.memory,
                       placements=first.placements, devices=first.devices, device_uses=first.device_uses,
                       pending_by_run=first.pending_by_run)
-    again = {u.workload: u for u in second.unschedulable if u.reason == "pending"}
     for u in first.unschedulable:
         if u.reason != "pending" or u.workload in verdicts.after:
             if u.reason != "pending":
                 out.unschedulable.append(u)
             continue
-        now = again.get(u.workload, u)
+        now = u
         if u.workload in verdicts.partly:
             running, wanted, stop = verdicts.partly[u.workload]
             went = {g: n for g, n in verdicts.went.get(u.workload, {}).items() if n}
