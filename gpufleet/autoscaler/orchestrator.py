@@ -234,41 +234,70 @@ def _alone(options: list[Option], expander: str) -> Option | None:
     return found[0] if len(found) == 1 else None
 
 
+def _round_robin(rooms: list[int], pods: int) -> tuple[list[int], int | None]:
+    """Equal pods handed out one a node per round, in this order, while nodes have room: (pods per node, the
+    position of the node the last pod went to, None when none went anywhere)."""
+    total = sum(rooms)
+    if pods >= total:
+        top = max(rooms, default=0)
+        last = max((i for i, r in enumerate(rooms) if r == top and r), default=None)
+        return list(rooms), last
+    low, high = 0, max(rooms)  # the most full rounds: sum(min(r, rounds)) <= pods
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(r, mid) for r in rooms) <= pods:
+            low = mid
+        else:
+            high = mid - 1
+    take = [min(r, low) for r in rooms]
+    rest = pods - sum(take)
+    last = max((i for i, r in enumerate(rooms) if r >= low and r), default=None) if low else None
+    for i, r in enumerate(rooms):
+        if not rest:
+            break
+        if r > low:
+            take[i] += 1
+            rest -= 1
+            last = i
+    return take, last
+
+
 def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int],
             placed: dict[str, dict[str, int]]) -> list[Pending]:
-    """What stays pending once the nodes on their way took what fits (first fit, higher priority first); the
-    upcoming nodes keep what they took, and `placed` counts it (workload -> node name -> pods)."""
+    """What stays pending once the nodes on their way took what fits, higher priority first; the upcoming
+    nodes keep what they took, and `placed` counts it (workload -> node name -> pods).
+
+    As the autoscaler's simulator walks nodes: each pod goes to the first node that fits, searching from the
+    node after the one the previous pod went to (its predicate runner's round robin), so equal pods spread
+    one a node per round while nodes have room. A pod that fits nowhere stops its workload's others."""
     out = []
-    runs: list[list[FreshNode]] = []  # nodes made from one template share its static filter answers
-    for node in upcoming:
-        if runs and runs[-1][0].static is node.static:
-            runs[-1].append(node)
-        else:
-            runs.append([node])
+    n = len(upcoming)
+    last = starts.get((0, 0), 0) % n if n else 0
+    runs: dict[int, tuple[FreshNode, list[int]]] = {}  # copies of one template share its static answers
+    for i, node in enumerate(upcoming):
+        runs.setdefault(id(node.static), (node, []))[1].append(i)
     for p in sorted(pending, key=lambda p: -p.priority):
         left = p.count
-        for run in runs:
-            if run[0].static_failure(p.pod) is not None:  # the template refuses it: so does every copy
-                continue
-            # Nodes only fill up: the ones this pod found full before are full still, and first fit skips them.
-            key = (id(run[0]), id(p.pod))
-            i = starts.get(key, 0)
-            while i < len(run) and left:
-                k = min(run[i].room(p.pod), left)
+        if n:
+            # The walk from `last`, over the nodes whose template does not refuse the pod (the others have no room).
+            fit = sorted(j for first, members in runs.values() if first.static_failure(p.pod) is None
+                         for j in members)
+            order = [j for j in fit if j >= last] + [j for j in fit if j < last]
+            walk = [(j, upcoming[j].room(p.pod)) for j in order]
+            order = [j for j, r in walk if r]  # the walk passes full nodes by
+            rooms = [r for _, r in walk if r]
+            take, after = _round_robin(rooms, left)
+            for j, k in zip(order, take, strict=True):
                 if k:
-                    run[i].add(p.pod, k)
+                    upcoming[j].add(p.pod, k)
                     on = placed.setdefault(p.workload, {})
-                    on[run[i].node.name] = on.get(run[i].node.name, 0) + k
+                    on[upcoming[j].node.name] = on.get(upcoming[j].node.name, 0) + k
                     left -= k
-                if not left:
-                    break
-                if i == starts.get(key, 0):
-                    starts[key] = i + 1
-                i += 1
-            if not left:
-                break
+            if after is not None:
+                last = (order[after] + 1) % n
         if left:
             out.append(Pending(p.workload, p.spec, p.pod, left, p.priority, p.requests))
+    starts[(0, 0)] = last
     # later passes start from these counts: the pods placed on upcoming nodes stay there
     pending[:] = out
     return list(out)

@@ -77,6 +77,9 @@ class FreshNode:
     """The distinct pods on it (for anti-affinity)."""
     full: set[int] = field(default_factory=set)
     """Pods (by id) that no longer fit: a node only gains pods, so it stays so."""
+    held_ids: set[int] = field(default_factory=set)
+    repelling: bool = False
+    """Whether a pod on it has anti-affinity terms (else only a new pod's own terms can repel)."""
 
     def static_failure(self, pod: PendingPod) -> str | None:
         """The first failing filter that reads only the pod and the node (shared by copies of a template)."""
@@ -105,7 +108,7 @@ class FreshNode:
                 short.append(f"Insufficient {r}")
         if short:
             return short
-        if any(_repels(pod, other) or _repels(other, pod) for other in self.held):
+        if (pod.anti or self.repelling) and any(_repels(pod, other) or _repels(other, pod) for other in self.held):
             return [ANTI_AFFINITY_REASON]
         return []
 
@@ -130,7 +133,7 @@ class FreshNode:
             return 0
         if pod.ports:  # its own ports clash with a copy's
             n = 0 if self.ports.taken_on(pod.ports, 0) else 1
-        if any(_repels(pod, other) or _repels(other, pod) for other in self.held):
+        if (pod.anti or self.repelling) and any(_repels(pod, other) or _repels(other, pod) for other in self.held):
             return 0
         if _repels(pod, pod):
             n = min(n, 1)
@@ -143,8 +146,10 @@ class FreshNode:
         if pod.ports:
             for _ in range(copies):
                 self.ports.add(0, pod.ports)
-        if all(other is not pod for other in self.held):
+        if id(pod) not in self.held_ids:
+            self.held_ids.add(id(pod))
             self.held.append(pod)
+            self.repelling = self.repelling or bool(pod.anti)
 
 
 def _repels(pod: PendingPod, other: PendingPod) -> bool:

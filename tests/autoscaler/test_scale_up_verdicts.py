@@ -171,3 +171,17 @@ def test_a_note_says_where_another_expander_would_pick_another_group(tmp_path):
     nodes_file, groups_file, app = write(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("infer", 6)])
     text = run("check", "--nodes", nodes_file, "--node-groups", groups_file, app).out
     assert "note: --expander most-pods would pick big where least-waste picked small" in text
+
+
+def test_nodes_on_their_way_take_pods_one_a_node_per_round_as_the_autoscaler_walks_them(tmp_path):
+    # Two 32-cpu / 128 GiB nodes on their way (the group's one node is full). The memory-heavy pair spreads one
+    # a node, which leaves both nodes room for the cpu-heavy pods; filling one node first would strand one.
+    cpu = {"gpufleet.dev/node-group": "cpu"}
+    groups = [{"name": "cpu", "maxSize": 3, "targetSize": 3, "template": {"like": "cpu-0"}}]
+    heavy = deployment("heavy", 2, gpus=0, cpu="8", memory="64Gi")
+    many = deployment("many", 9, gpus=0, cpu="4", memory="4Gi")
+    filler = deployment("filler", 1, gpus=0, cpu="32", memory="128Gi")
+    out = check(tmp_path, [node("cpu-0", gpus=0, cpu="32", memory="128Gi", labels=cpu)], groups,
+                [filler, heavy, many])
+    doc = json.loads(out.out)
+    assert doc["unschedulable"] == [] and doc["scaleUps"] == [] and out.code == 0
