@@ -146,9 +146,9 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         else:
             left.append(p)
     not_ready = {g.name for g in groups if unhealthy(g)}
-    starts: dict[tuple[int, int], int] = {}  # (a run of nodes, a pod): nodes of the run known full for it
+    walk = _Walk()  # where the simulator's next search over nodes starts, kept across passes
     for _ in range(_PASSES):
-        remaining = _not_on([*freed, *upcoming], left, starts, plan.placed)
+        remaining = _not_on([*freed, *upcoming], left, walk, plan.placed)
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
@@ -262,7 +262,13 @@ def _round_robin(rooms: list[int], pods: int) -> tuple[list[int], int | None]:
     return take, last
 
 
-def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tuple[int, int], int],
+class _Walk:
+    """The predicate runner's round-robin position: the next search starts at the node after `last`'s."""
+
+    last = 0
+
+
+def _not_on(upcoming: list[FreshNode], pending: list[Pending], walk: _Walk,
             placed: dict[str, dict[str, int]]) -> list[Pending]:
     """What stays pending once the nodes on their way took what fits, higher priority first; the upcoming
     nodes keep what they took, and `placed` counts it (workload -> node name -> pods).
@@ -272,7 +278,7 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tupl
     one a node per round while nodes have room. A pod that fits nowhere stops its workload's others."""
     out = []
     n = len(upcoming)
-    last = starts.get((0, 0), 0) % n if n else 0
+    last = walk.last % n if n else 0
     runs: dict[int, tuple[FreshNode, list[int]]] = {}  # copies of one template share its static answers
     for i, node in enumerate(upcoming):
         runs.setdefault(id(node.static), (node, []))[1].append(i)
@@ -283,9 +289,9 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tupl
             fit = sorted(j for first, members in runs.values() if first.static_failure(p.pod) is None
                          for j in members)
             order = [j for j in fit if j >= last] + [j for j in fit if j < last]
-            walk = [(j, upcoming[j].room(p.pod)) for j in order]
-            order = [j for j, r in walk if r]  # the walk passes full nodes by
-            rooms = [r for _, r in walk if r]
+            walked = [(j, upcoming[j].room(p.pod)) for j in order]
+            order = [j for j, r in walked if r]  # the walk passes full nodes by
+            rooms = [r for _, r in walked if r]
             take, after = _round_robin(rooms, left)
             for j, k in zip(order, take, strict=True):
                 if k:
@@ -297,7 +303,7 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], starts: dict[tupl
                 last = (order[after] + 1) % n
         if left:
             out.append(Pending(p.workload, p.spec, p.pod, left, p.priority, p.requests))
-    starts[(0, 0)] = last
+    walk.last = last
     # later passes start from these counts: the pods placed on upcoming nodes stay there
     pending[:] = out
     return list(out)

@@ -229,13 +229,12 @@ def _merged(first: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
             if u.reason != "pending":
                 out.unschedulable.append(u)
             continue
-        now = u
         if u.workload in verdicts.partly:
             running, wanted, stop = verdicts.partly[u.workload]
             went = {g: n for g, n in verdicts.went.get(u.workload, {}).items() if n}
             out.unschedulable.append(replace(
-                now, pending=wanted - running, scale_up=went, stopped_by=stop, blocked=None,
-                message=f"{now.message} Scale-up places {running} of its {wanted} Pending pod(s); the rest stay "
+                u, pending=wanted - running, scale_up=went, stopped_by=stop, blocked=None,
+                message=f"{u.message} Scale-up places {running} of its {wanted} Pending pod(s); the rest stay "
                         f"Pending: {stop}."))
         elif u.workload in verdicts.never:
             groups = verdicts.never[u.workload]
