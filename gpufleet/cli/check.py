@@ -12,6 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpufleet.cli._scale import (
+    DEFAULT_EXPANDER,
+    DEFAULT_EXPENDABLE_CUTOFF,
+    ExpanderOption,
+    ExpendableCutoffOption,
+    GpuTotalOption,
+    MaxNodesTotalOption,
+    scale_options,
+)
 from gpufleet.cli.discover import (
     DEFAULT_CHUNK,
     DEFAULT_TIMEOUT,
@@ -279,21 +288,15 @@ def command(
         "--node-groups", metavar="FILE",
         help="Node groups the cluster autoscaler may grow (YAML list of name, minSize, maxSize, targetSize, "
              "template); verdicts then say what runs after scale-up (docs/autoscaling.md).")] = None,
-    expander: Annotated[str, typer.Option(
-        "--expander", help="With --node-groups: the autoscaler's expander (least-waste, most-pods, random).")
-    ] = "least-waste",
-    max_nodes_total: Annotated[int, typer.Option(
-        "--max-nodes-total", min=0, help="With --node-groups: the cluster's node cap (0: none).")] = 0,
-    gpu_total: Annotated[str | None, typer.Option(
-        "--gpu-total", metavar="MIN:MAX", help="With --node-groups: the cluster's GPU limits.")] = None,
-    expendable_cutoff: Annotated[int, typer.Option(
-        "--expendable-pods-priority-cutoff",
-        help="With --node-groups: pods of lower priority are not scaled up for.")] = -10,
+    expander: ExpanderOption = DEFAULT_EXPANDER,
+    max_nodes_total: MaxNodesTotalOption = 0,
+    gpu_total: GpuTotalOption = None,
+    expendable_cutoff: ExpendableCutoffOption = DEFAULT_EXPENDABLE_CUTOFF,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
     Exit 0 fits (now, or after scale-up with --node-groups), 1 not, 2 bad input."""
     try:
-        scale = _scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff)
+        scale = scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff)
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
         result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale)
     except GpufleetError as e:
@@ -310,27 +313,3 @@ def command(
         _print_human(result)
     raise SystemExit(result.exit_code)
 
-
-def _scale_options(node_groups: Path | None, expander: str, max_nodes_total: int, gpu_total: str | None,
-                   expendable_cutoff: int):
-    """(node groups file, ScaleUpOptions), or None without --node-groups; InputError for a bad option."""
-    given = [name for name, v in (("--expander", expander != "least-waste"), ("--max-nodes-total", max_nodes_total),
-                                  ("--gpu-total", gpu_total), ("--expendable-pods-priority-cutoff",
-                                                               expendable_cutoff != -10)) if v]
-    if node_groups is None:
-        if given:
-            raise InputError(f"{', '.join(given)} go(es) with --node-groups FILE (the groups the autoscaler grows)")
-        return None
-    from gpufleet.autoscaler.expander import EXPANDERS
-    from gpufleet.scheduling.scaleup import ScaleUpOptions
-
-    if expander not in EXPANDERS:
-        raise InputError(f"--expander {expander!r}: allowed: {', '.join(EXPANDERS)}")
-    limits = None
-    if gpu_total is not None:
-        low, sep, high = gpu_total.partition(":")
-        if not sep or not low.isdigit() or not high.isdigit() or int(low) > int(high):
-            raise InputError(f"--gpu-total {gpu_total!r}: expected MIN:MAX, two counts of GPUs with MIN <= MAX "
-                             "(e.g. 0:64)")
-        limits = (int(low), int(high))
-    return node_groups, ScaleUpOptions(max_nodes_total, limits, expander, expendable_cutoff)
