@@ -1,13 +1,14 @@
 """The binpacking estimator (estimator/binpacking_estimator.go, cluster-autoscaler-1.34.5): how many nodes of
-a group's template the pending pods need, First-Fit Decreasing.
+a group's template the pending pods need, largest pods first.
 
 Pod groups are ordered by their exemplar's size against the template (DecreasingPodOrderer: the containers'
-cpu requests over the node's allocatable cpu plus the same for memory, largest first). For each group, its pods
-go first onto the nodes already added in this estimate (the first that fits), and the rest onto the node
-added last, a new node being added when the last one cannot take the pod. Adding stops when the last node
-added got no pod (a pod that does not fit an empty node fits no new one), or when the limiter says no: the
-group's room (max size - target size), the cluster's room (--max-nodes-total) and --max-nodes-per-scaleup
-(1000), whichever is least.
+cpu requests over the node's allocatable cpu plus the same for memory, largest first). For each group, its
+pods go first onto the nodes already added in this estimate, walked round robin as the simulator walks nodes
+(each search starts at the node after the one the last pod went to, so equal pods spread one a node per
+round), and the rest onto the node added last, a new node being added when the last one cannot take the pod.
+Adding stops when the last node added got no pod (a pod that does not fit an empty node fits no new one), or
+when the limiter says no: the group's room (max size - target size), the cluster's room (--max-nodes-total)
+and --max-nodes-per-scaleup (1000), whichever is least.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpufleet.autoscaler.simulator import FreshNode, PendingPod
+from gpufleet.autoscaler.simulator import FreshNode, PendingPod, round_robin
 from gpufleet.capacity.quantity import CPU, MEMORY, PODS
 from gpufleet.capacity.requests import container_requests
 
@@ -69,16 +70,19 @@ def _by_pods(ordered: list[PodGroup], fresh: Callable[[], FreshNode], limit: int
     nodes: list[FreshNode] = []
     used: set[int] = set()
     placed: dict[str, int] = {}
+    walk = 0  # where the next search over the nodes added starts
     for group in ordered:
         left = group.count
-        for i, node in enumerate(nodes):  # first onto the nodes added so far, the first that fits
-            if not left:
-                break
-            k = min(node.room(group.pod), left)
-            if k:
-                node.add(group.pod, k)
-                used.add(i)
-                left -= k
+        if nodes:  # first onto the nodes added so far, round robin
+            order = _walk_from(walk, len(nodes))
+            take, after = round_robin([nodes[i].room(group.pod) for i in order], left)
+            for i, k in zip(order, take, strict=True):
+                if k:
+                    nodes[i].add(group.pod, k)
+                    used.add(i)
+                    left -= k
+            if after is not None:
+                walk = (order[after] + 1) % len(nodes)
         while left:
             k = min(nodes[-1].room(group.pod), left) if nodes else 0
             if not k:
@@ -98,6 +102,10 @@ def _by_pods(ordered: list[PodGroup], fresh: Callable[[], FreshNode], limit: int
     return len(used), placed
 
 
+def _walk_from(start: int, n: int) -> list[int]:
+    return [*range(start, n), *range(start)]
+
+
 def _by_counts(ordered: list[PodGroup], template: FreshNode, limit: int) -> tuple[int, dict[str, int]]:
     """`estimate` where only resources and the pod count decide: each node is a vector of what it holds."""
     import numpy as np
@@ -111,17 +119,22 @@ def _by_counts(ordered: list[PodGroup], template: FreshNode, limit: int) -> tupl
     used = np.zeros((0, len(cap)), dtype=np.int64)
     touched = np.zeros(0, dtype=bool)
     placed: dict[str, int] = {}
+    walk = 0  # where the next search over the nodes added starts
     for group in ordered:
         need = np.array([group.pod.requests.get(r, 0) for r in names] + [1], dtype=np.int64)
         asked = need > 0
         left = group.count
         if len(used):
             room = ((cap - used)[:, asked] // need[asked]).min(axis=1).clip(min=0)
-            before = np.cumsum(room) - room  # first fit: each node takes what the earlier ones left over
-            take = np.minimum(room, np.clip(left - before, 0, None))
+            order = _walk_from(walk, len(used))
+            take_walked, after = round_robin([int(room[i]) for i in order], left)
+            take = np.zeros(len(used), dtype=np.int64)
+            take[order] = take_walked
             used += take[:, None] * need
             touched |= take > 0
             left -= int(take.sum())
+            if after is not None:
+                walk = (order[after] + 1) % len(used)
         empty = int(((cap)[asked] // need[asked]).min()) if asked.any() else 0
         while left:
             if len(used) and not touched[-1]:

@@ -3,7 +3,9 @@ once per loop until nothing more is added.
 
 One pass:
 1. pods that fit the nodes on their way (upcoming: a group's target size above the nodes it has, and what
-   earlier passes added) are no longer pending, first fit, higher priority first;
+   earlier passes added) are no longer pending, higher priority first, walking the nodes round robin. The
+   nodes on their way are fresh each pass: every pending pod is placed again, as each loop of the autoscaler
+   builds its snapshot anew;
 2. the node groups that can grow: below their max size, and adding one node keeps the cluster within its GPU
    limit (otherwise skipped, with the reason);
 3. per group, the pending pod groups whose exemplar passes the filters on the group's template (with the
@@ -23,7 +25,7 @@ from functools import partial
 from gpufleet.autoscaler.estimator import MAX_NODES_PER_SCALEUP, PodGroup, estimate, node_limit
 from gpufleet.autoscaler.expander import Option, best_option
 from gpufleet.autoscaler.nodegroups import NodeGroup, copy_of
-from gpufleet.autoscaler.simulator import FreshNode, PendingPod
+from gpufleet.autoscaler.simulator import FreshNode, PendingPod, round_robin
 from gpufleet.capacity.model import Node
 
 GPU = "nvidia.com/gpu"
@@ -133,11 +135,10 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
     made = _Groups(groups, list(daemonsets))
     target = {g.name: g.target_size for g in groups}
     members = {name for g in groups for name in g.members}
-    upcoming: list[FreshNode] = []
+    on_way: list[tuple[NodeGroup, str]] = []  # the nodes on their way: (group, node name)
     for g in groups:
         for _ in range(g.upcoming):
-            upcoming.append(made.fresh(g, f"{g.name}-new-{len([a for a in plan.added if a[0] == g.name])}"))
-            plan.added.append((g.name, upcoming[-1].node))
+            _add(plan, made, on_way, g)
     gpus_outside = sum(_gpus(n) for n in nodes if n.name not in members)
     left = []
     for p in pending:
@@ -147,8 +148,18 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             left.append(p)
     not_ready = {g.name for g in groups if unhealthy(g)}
     walk = _Walk()  # where the simulator's next search over nodes starts, kept across passes
+    freed_names = {f.node.name for f in freed}
+    kept: dict[str, dict[str, int]] = {}  # pods on existing nodes freed of expendable pods: they stay there
+    remaining = left
     for _ in range(_PASSES):
-        remaining = _not_on([*freed, *upcoming], left, walk, plan.placed)
+        # Every pass places the pending pods again on fresh nodes on their way, as each loop of the autoscaler
+        # builds its snapshot anew: what an earlier pass put there is not remembered (those pods are still
+        # Pending), so pods of another workload may take that room this time.
+        took: dict[str, dict[str, int]] = {}
+        remaining = _not_on([*freed, *(made.fresh(g, name) for g, name in on_way)], left, walk, took)
+        left = _keep_freed(left, took, freed_names, kept)
+        plan.placed = _merged_counts(kept, {w: {n: k for n, k in on.items() if n not in freed_names}
+                                            for w, on in took.items()})
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
@@ -219,11 +230,43 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         target[group.name] += new
         plan.sizes[group.name] = (before, target[group.name])
         for _ in range(new):
-            index = len([a for a in plan.added if a[0] == group.name])
-            upcoming.append(made.fresh(group, f"{group.name}-new-{index}"))
-            plan.added.append((group.name, upcoming[-1].node))
-    plan.still = {p.workload: p.count for p in left}
+            _add(plan, made, on_way, group)
+    plan.still = {p.workload: p.count for p in remaining}
     return plan
+
+
+def _add(plan: ScaleUpPlan, made: _Groups, on_way: list[tuple[NodeGroup, str]], group: NodeGroup) -> None:
+    """One more node of the group on its way, named `<group>-new-<i>`."""
+    name = f"{group.name}-new-{sum(1 for g, _ in on_way if g.name == group.name)}"
+    on_way.append((group, name))
+    plan.added.append((group.name, made.fresh(group, name).node))
+
+
+def _keep_freed(left: list[Pending], took: dict[str, dict[str, int]], freed: set[str],
+                kept: dict[str, dict[str, int]]) -> list[Pending]:
+    """`left` less the pods placed on existing nodes freed of expendable pods, which stay placed (the
+    scheduler binds them there); `kept` counts them."""
+    if not freed:
+        return left
+    out = []
+    for p in left:
+        on = {n: k for n, k in took.get(p.workload, {}).items() if n in freed}
+        for n, k in on.items():
+            mine = kept.setdefault(p.workload, {})
+            mine[n] = mine.get(n, 0) + k
+        count = p.count - sum(on.values())
+        if count:
+            out.append(Pending(p.workload, p.spec, p.pod, count, p.priority, p.requests))
+    return out
+
+
+def _merged_counts(a: dict[str, dict[str, int]], b: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    out = {w: dict(on) for w, on in a.items()}
+    for w, on in b.items():
+        mine = out.setdefault(w, {})
+        for n, k in on.items():
+            mine[n] = mine.get(n, 0) + k
+    return {w: on for w, on in out.items() if on}
 
 
 def _alone(options: list[Option], expander: str) -> Option | None:
@@ -234,34 +277,6 @@ def _alone(options: list[Option], expander: str) -> Option | None:
     return found[0] if len(found) == 1 else None
 
 
-def _round_robin(rooms: list[int], pods: int) -> tuple[list[int], int | None]:
-    """Equal pods handed out one a node per round, in this order, while nodes have room: (pods per node, the
-    position of the node the last pod went to, None when none went anywhere)."""
-    total = sum(rooms)
-    if pods >= total:
-        top = max(rooms, default=0)
-        last = max((i for i, r in enumerate(rooms) if r == top and r), default=None)
-        return list(rooms), last
-    low, high = 0, max(rooms)  # the most full rounds: sum(min(r, rounds)) <= pods
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(min(r, mid) for r in rooms) <= pods:
-            low = mid
-        else:
-            high = mid - 1
-    take = [min(r, low) for r in rooms]
-    rest = pods - sum(take)
-    last = max((i for i, r in enumerate(rooms) if r >= low and r), default=None) if low else None
-    for i, r in enumerate(rooms):
-        if not rest:
-            break
-        if r > low:
-            take[i] += 1
-            rest -= 1
-            last = i
-    return take, last
-
-
 class _Walk:
     """The predicate runner's round-robin position: the next search starts at the node after `last`'s."""
 
@@ -270,8 +285,8 @@ class _Walk:
 
 def _not_on(upcoming: list[FreshNode], pending: list[Pending], walk: _Walk,
             placed: dict[str, dict[str, int]]) -> list[Pending]:
-    """What stays pending once the nodes on their way took what fits, higher priority first; the upcoming
-    nodes keep what they took, and `placed` counts it (workload -> node name -> pods).
+    """What stays pending once the nodes on their way took what fits, higher priority first; the nodes keep
+    what they took, and `placed` counts it (workload -> node name -> pods).
 
     As the autoscaler's simulator walks nodes: each pod goes to the first node that fits, searching from the
     node after the one the previous pod went to (its predicate runner's round robin), so equal pods spread
@@ -292,7 +307,7 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], walk: _Walk,
             walked = [(j, upcoming[j].room(p.pod)) for j in order]
             order = [j for j, r in walked if r]  # the walk passes full nodes by
             rooms = [r for _, r in walked if r]
-            take, after = _round_robin(rooms, left)
+            take, after = round_robin(rooms, left)
             for j, k in zip(order, take, strict=True):
                 if k:
                     upcoming[j].add(p.pod, k)
@@ -304,8 +319,6 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], walk: _Walk,
         if left:
             out.append(Pending(p.workload, p.spec, p.pod, left, p.priority, p.requests))
     walk.last = last
-    # later passes start from these counts: the pods placed on upcoming nodes stay there
-    pending[:] = out
-    return list(out)
+    return out
 
 

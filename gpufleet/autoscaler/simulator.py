@@ -152,5 +152,34 @@ class FreshNode:
             self.repelling = self.repelling or bool(pod.anti)
 
 
+def round_robin(rooms: list[int], pods: int) -> tuple[list[int], int | None]:
+    """Equal pods handed out one a node per round, in this order, while nodes have room, as the simulator's
+    predicate runner walks nodes (each search starts at the node after the one the last pod went to):
+    (pods per node, the position of the node the last pod went to, None when none went anywhere)."""
+    total = sum(rooms)
+    if pods >= total:
+        top = max(rooms, default=0)
+        last = max((i for i, r in enumerate(rooms) if r == top and r), default=None)
+        return list(rooms), last
+    low, high = 0, max(rooms)  # the most full rounds: sum(min(r, rounds)) <= pods
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(r, mid) for r in rooms) <= pods:
+            low = mid
+        else:
+            high = mid - 1
+    take = [min(r, low) for r in rooms]
+    rest = pods - sum(take)
+    last = max((i for i, r in enumerate(rooms) if r >= low and r), default=None) if low else None
+    for i, r in enumerate(rooms):
+        if not rest:
+            break
+        if r > low:
+            take[i] += 1
+            rest -= 1
+            last = i
+    return take, last
+
+
 def _repels(pod: PendingPod, other: PendingPod) -> bool:
     return any(other.namespace in names and selector_matches(selector, other.labels) for selector, names in pod.anti)

@@ -22,14 +22,9 @@ from tests.cli.run_inprocess import run
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "oracle-autoscaler" / "scenarios.json"
 RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios": []}
 #: Why gpufleet disagrees with the recorded runs, per seed; each is an expected failure that must keep failing
-#: (strict), so a fix shows. Seed 29 was checked by re-running the reference with the autoscaler's list of
-#: Pending workloads reversed, which changes its verdicts: who gets scarce room depends on the order the
-#: autoscaler walks pods and nodes, an order a live autoscaler does not fix. Seed 48 keeps its verdicts when
-#: reversed and is not traced.
-ORDER = ("who gets the scarce room depends on the order the autoscaler walks the Pending pods (re-running the "
-         "reference with them reversed changes its verdicts)")
-UNTRACED = "not traced: the reference's verdicts do not change with the Pending pods reversed"
-KNOWN: dict[int, str] = {29: ORDER, 48: UNTRACED}
+#: (strict), so a fix shows. None today: the last two (seeds 29 and 48) agree since every pass of the loop
+#: places the Pending pods again on fresh nodes on their way, as each loop of the autoscaler does.
+KNOWN: dict[int, str] = {}
 
 
 def real_verdict(w: dict) -> str:
@@ -49,7 +44,11 @@ def gpufleet_verdicts(doc: dict) -> dict[str, str]:
 
 
 def added(scale_ups: list[dict]) -> dict[str, int]:
-    return {s["nodeGroup"]: s["to"] - s["from"] for s in scale_ups}
+    """Nodes added per group, over every scale-up (a group can grow in more than one loop)."""
+    out: dict[str, int] = {}
+    for s in scale_ups:
+        out[s["nodeGroup"]] = out.get(s["nodeGroup"], 0) + s["to"] - s["from"]
+    return out
 
 
 @pytest.mark.parametrize("entry", [
