@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from gpufleet.cli._scale import GpuTotalOption, MaxNodesTotalOption, scale_options
 from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
 from gpufleet.cli.discover import (
     DEFAULT_CHUNK,
@@ -62,7 +63,9 @@ def command(
     node_groups: Annotated[Path | None, typer.Option(
         "--node-groups", metavar="FILE",
         help="Node groups the cluster autoscaler may grow (as `check --node-groups`): also answer with every "
-             "group grown to its max size.")] = None,
+             "group grown to its max size, as far as --max-nodes-total and --gpu-total allow.")] = None,
+    max_nodes_total: MaxNodesTotalOption = 0,
+    gpu_total: GpuTotalOption = None,
 ) -> None:
     """How many more of a pod fit, one after another, as kube-scheduler would place them.
 
@@ -77,6 +80,7 @@ def command(
         if (probe is None) == (not shapes):
             raise InputError("give --probe FILE or --shapes (one of them)")
         probe_obj, beside = _probe(probe) if probe is not None else (None, [])
+        scale = scale_options(node_groups, max_nodes_total=max_nodes_total, gpu_total=gpu_total)
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
         cap, docs = read_inputs(list(manifests or []), nodes, pods, require_workloads=False, live=live)
         objects = cap.objects + [d.obj for d in docs] + beside
@@ -87,17 +91,18 @@ def command(
                                         extended_resource_toleration=extended_resource_toleration), as_json)
             return
         assert probe_obj is not None  # without --shapes, --probe was given (checked above)
-        grown = None
-        if node_groups is not None:
-            from gpufleet.autoscaler.nodegroups import read_node_groups
-            from gpufleet.scheduling.scaleup import grown_fleet
-
-            grown = grown_fleet(cap.nodes, cap.pods, objects, read_node_groups(node_groups, cap.nodes))
+        grown = scaled = None
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
                               extended_resource_toleration=extended_resource_toleration)
-            scaled = None if grown is None else headroom(
-                grown[0], grown[1], objects, probe_obj, extended_resource_toleration=extended_resource_toleration)
+            if scale is not None:
+                from gpufleet.autoscaler.nodegroups import read_node_groups
+                from gpufleet.scheduling.scaleup import grown_fleet
+
+                grown = grown_fleet(cap.nodes, cap.pods, objects, read_node_groups(scale[0], cap.nodes), scale[1],
+                                    probe_obj, extended_resource_toleration=extended_resource_toleration)
+                scaled = headroom(grown.nodes, grown.pods, objects, probe_obj,
+                                  extended_resource_toleration=extended_resource_toleration)
         except ProbeError as e:
             raise InputError(f"--probe {probe}: {e}") from e
     except GpufleetError as e:
@@ -106,7 +111,8 @@ def command(
     if as_json:
         out = answer.to_json()
         if scaled is not None and grown is not None:
-            out["withScaleUp"] = {**scaled.to_json(), "nodesAdded": grown[2]}
+            out["withScaleUp"] = {**scaled.to_json(), "nodesAdded": grown.added, "nodesAtMaxSize": grown.at_max,
+                                  "cappedBy": list(grown.capped_by)}
         print(json.dumps(out))
         return
     low, high = answer.instances_range
@@ -125,11 +131,22 @@ def command(
     if answer.stopped_by:
         print(f"Stopped by: {answer.stopped_by}")
     if scaled is not None and grown is not None:
-        low, high = scaled.instances_range
-        spread = f" ({low}-{high})" if low != high else ""
-        added = ", ".join(f"{g} +{n}" for g, n in grown[2].items()) or "no group can grow"
-        print(f"With scale-up (every node group at its max size: {added}): {scaled.instances} more instance(s)"
-              f"{spread}.")
+        print(_with_scale_up(scaled, grown))
+
+
+def _with_scale_up(scaled, grown) -> str:
+    """The second answer: how far the groups grew (and which cap stopped them), and how many more fit."""
+    low, high = scaled.instances_range
+    spread = f" ({low}-{high})" if low != high else ""
+    if not grown.capped_by:
+        added = ", ".join(f"{g} +{n}" for g, n in grown.added.items()) or "no group can grow"
+        return (f"With scale-up (every node group at its max size: {added}): {scaled.instances} more instance(s)"
+                f"{spread}.")
+    added = ", ".join(f"{g} +{grown.added.get(g, 0)} of {n}" for g, n in grown.at_max.items())
+    per = " per GPU" if grown.per_gpu else ""
+    return (f"With scale-up (node groups grown as far as {' and '.join(grown.capped_by)} allow, first the groups "
+            f"whose new node holds the most copies of the probe{per}: {added}): at most {scaled.instances} more "
+            f"instance(s){spread}.")
 
 
 def _print_table(rows, as_json: bool) -> None:

@@ -246,29 +246,113 @@ def _merged(first: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
     return out
 
 
+@dataclass
+class GrownFleet:
+    """The fleet with its node groups grown (`grown_fleet`)."""
+
+    nodes: list[Node]
+    pods: list
+    """The running pods, with the DaemonSet pods of the added nodes."""
+    added: dict[str, int]
+    """Nodes added per group (nodes on their way included), groups that add none left out."""
+    at_max: dict[str, int]
+    """Nodes each group would add at its max size, caps aside."""
+    capped_by: tuple[str, ...] = ()
+    """The cluster caps that kept a group below its max size: `--max-nodes-total N`, `--gpu-total MIN:MAX`."""
+    per_gpu: bool = False
+    """Whether the caps' room went to the groups by the probe's copies per GPU (under --gpu-total), else per node."""
+
+
 def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list[NodeGroup],
-                ) -> tuple[list[Node], list, dict[str, int]]:
+                options: ScaleUpOptions | None = None, probe: dict | None = None, *,
+                extended_resource_toleration: bool = False) -> GrownFleet:
     """The fleet once every node group that can grow has grown to its max size (its nodes on their way
-    included; a group the autoscaler counts unhealthy gets only those): (nodes, running pods with the
-    DaemonSet pods of the added nodes, nodes added per group). `headroom --node-groups` counts on it."""
+    included; a group the autoscaler counts unhealthy gets only those), as far as the cluster's caps allow.
+    `headroom --node-groups` counts on it.
+
+    The caps (`options`: --max-nodes-total, the MAX of --gpu-total) count as the autoscaler counts them: every
+    node, those on their way too, and for a group's nodes its template's GPUs. Nodes on their way are there
+    whatever the caps. Where the caps leave less room than the groups want, it goes first to the groups whose
+    new node holds the most copies of `probe` (per GPU of the node under --gpu-total), ties in the file's
+    order: the most the autoscaler could reach for that probe, whichever groups it picks."""
     from gpufleet.autoscaler.nodegroups import copy_of
     from gpufleet.autoscaler.orchestrator import unhealthy
 
     flat = list(flatten(objects))
     daemonsets = [pending_pod(w.spec, w.namespace, w.labels, daemonset=True)
                   for w in (_daemonset(o) for o in flat) if w is not None]
+    at_max = {g.name: 0 if unhealthy(g) else max(g.max_size - g.target_size, 0) for g in groups}
+    grow, capped_by = _within_caps(nodes, groups, at_max, options, lambda g: _copies_per_node(
+        g, daemonsets, flat, probe, extended_resource_toleration))
     added: list[Node] = []
     per_group: dict[str, int] = {}
     held = []
     for g in groups:
-        count = g.upcoming if unhealthy(g) else g.max_size - len(g.members)
-        made = [copy_of(g.template, f"{g.name}-new-{i}") for i in range(max(count, 0))]
+        count = g.upcoming + grow[g.name]
+        made = [copy_of(g.template, f"{g.name}-new-{i}") for i in range(count)]
         added += made
         if not g.members:  # as the scale-up loop: a group with a node has its template's DaemonSet pods already
             held += _daemonset_pods(made, daemonsets)
         if count > 0:
             per_group[g.name] = count
-    return [*nodes, *added], [*pods, *held], per_group
+    most = {g.name: g.upcoming + at_max[g.name] for g in groups if g.upcoming + at_max[g.name]}
+    per_gpu = options is not None and options.gpu_total is not None
+    return GrownFleet([*nodes, *added], [*pods, *held], per_group, most, capped_by, per_gpu)
+
+
+def _within_caps(nodes: list[Node], groups: list[NodeGroup], wanted: dict[str, int],
+                 options: ScaleUpOptions | None, copies) -> tuple[dict[str, int], tuple[str, ...]]:
+    """Nodes each group adds above its target size within --max-nodes-total and --gpu-total's MAX, and the
+    caps that bound; `copies(group)`: the probe's copies on one new node of it (asked only under a cap)."""
+    from gpufleet.autoscaler.orchestrator import _gpus
+
+    total = options.max_nodes_total if options is not None else 0
+    gpu_max = options.gpu_total[1] if options is not None and options.gpu_total is not None else None
+    if not total and gpu_max is None:
+        return dict(wanted), ()
+    members = {name for g in groups for name in g.members}
+    infinite = float("inf")
+    node_room = total - len(nodes) - sum(g.upcoming for g in groups) if total else infinite
+    gpu_room = (gpu_max - sum(_gpus(n) for n in nodes if n.name not in members)
+                - sum(g.target_size * _gpus(g.template) for g in groups)) if gpu_max is not None else infinite
+    names = {"nodes": f"--max-nodes-total {total}",
+             "gpus": f"--gpu-total {options.gpu_total[0]}:{gpu_max}" if options and options.gpu_total else ""}
+    growing = [g for g in groups if wanted[g.name]]
+    if len(growing) > 1:  # a stable sort: ties stay in the file's order
+
+        def rank(g: NodeGroup) -> float:  # a node without GPUs takes none of the GPU cap's room
+            n, gpus = copies(g), _gpus(g.template)
+            return -(n / gpus if gpu_max is not None and gpus else n)
+
+        growing.sort(key=rank)
+    grow = dict.fromkeys(wanted, 0)
+    bound: list[str] = []
+    for g in growing:
+        per_node = _gpus(g.template)
+        by_gpus = gpu_room // per_node if per_node and gpu_max is not None else infinite
+        give = int(max(min(wanted[g.name], node_room, by_gpus), 0))
+        if give < wanted[g.name]:
+            bound += [names[cap] for cap, room in (("nodes", node_room), ("gpus", by_gpus))
+                      if room <= min(node_room, by_gpus)]
+        grow[g.name] = give
+        node_room -= give
+        gpu_room -= give * per_node
+    return grow, tuple(dict.fromkeys(bound))
+
+
+def _copies_per_node(group: NodeGroup, daemonsets: list, objects: list[dict], probe: dict | None,
+                     ert: bool) -> int:
+    """How many copies of the probe one new node of the group holds (with the DaemonSet pods it runs)."""
+    if probe is None:
+        return 0
+    from gpufleet.autoscaler.nodegroups import copy_of
+    from gpufleet.manifests.workloads import workload_of
+    from gpufleet.scheduling.headroom import headroom
+
+    node = copy_of(group.template, f"{group.name}-new-0")
+    held = [] if group.members else _daemonset_pods([node], daemonsets)
+    beside = [o for o in objects if workload_of(o) is None]  # classes and claims, not the workloads placed first
+    return headroom([node], held, beside, probe, extended_resource_toleration=ert, tie_runs=1).instances
 
 
 def _daemonset_pods(nodes: list[Node], daemonsets: list) -> list[BoundPod]:
