@@ -191,7 +191,7 @@ def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
         else:
             devices = cfg.mig_profiles_of_pool(pool).get(device, 0)
             unit = profile_memory_mib(product, device) or 0
-        capacity = devices * pool.node_count() * unit
+        capacity = devices * pool.most_nodes() * unit  # an autoscaled pool: its devices once grown to max
         total = sum(pods * mib for _, pods, mib in users)
         if total > capacity:
             names = ", ".join(n for n, _, _ in users)
@@ -199,7 +199,7 @@ def _time_sliced_totals(cfg: StackConfig, groups) -> list[MemoryProblem]:
             problems.append(MemoryProblem(
                 names, total, capacity,
                 f"{names} share the {what} memory of node pool '{pool_name}' and together expect {total} MiB; "
-                f"the {devices * pool.node_count()} shared device(s) have {capacity} MiB"))
+                f"the {devices * pool.most_nodes()} shared device(s) have {capacity} MiB"))
     return problems
 
 

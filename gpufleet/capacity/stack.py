@@ -101,21 +101,24 @@ def advertised_resources(cfg: StackConfig, pool: NodePool) -> dict[str, int]:
 
 
 def node_names(pool: NodePool) -> list[str]:
-    """Listed node names, or `<pool>-0 .. <pool>-<count-1>` for planned pools."""
+    """Listed node names, or `<pool>-0 .. <pool>-<count-1>` for planned pools (an autoscaled pool's nodes now)."""
     return list(pool.nodes) or [f"{pool.name}-{i}" for i in range(pool.node_count())]
 
 
+def planned_node(cfg: StackConfig, pool: NodePool, name: str) -> Node:
+    """One node of the pool, named `name`, with the labels, taints and allocatable it will have once this stack
+    applies (also what a node the autoscaler adds to an autoscaled pool looks like)."""
+    base, unknown = _node_resources(pool)
+    allocatable = {**base, **advertised_resources(cfg, pool)}
+    taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
+    return Node(name=name, labels=_labels(cfg, pool, name), taints=taints, allocatable=dict(allocatable),
+                capacity=dict(allocatable), unknown=unknown)
+
+
 def capacity_from_stack(cfg: StackConfig) -> list[Node]:
-    """The stack's node pools as nodes, with the capacity they will have once this stack applies."""
-    nodes = []
-    for pool in cfg.node_pools:
-        base, unknown = _node_resources(pool)
-        allocatable = {**base, **advertised_resources(cfg, pool)}
-        taints = tuple(Taint(t.key, t.value, t.effect) for t in pool.taints)
-        for name in node_names(pool):
-            nodes.append(Node(name=name, labels=_labels(cfg, pool, name), taints=taints, allocatable=dict(allocatable),
-                              capacity=dict(allocatable), unknown=unknown))
-    return nodes
+    """The stack's node pools as nodes, with the capacity they will have once this stack applies (an autoscaled
+    pool with the nodes it has now; gpufleet.autoscaler.stack_groups makes it a node group)."""
+    return [planned_node(cfg, pool, name) for pool in cfg.node_pools for name in node_names(pool)]
 
 
 def stack_capacity(cfg: StackConfig) -> Capacity:

@@ -12,17 +12,19 @@ from __future__ import annotations
 import re
 from typing import Literal, cast
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gpufleet.azure.mig import AKS_MIG_PROFILES
 from gpufleet.azure.vm_sizes import VM_SIZES, VmSize, find_vm_size
 from gpufleet.config._base import Model
 from gpufleet.config.k8s_types import GeometryName, LabelKey, LabelValue, SharingProfileName
-from gpufleet.config.node_pools import NodePool, PoolGpu, Taint, TaintEffect
+from gpufleet.config.node_pools import NodePool, PoolAutoscaling, PoolGpu, Taint, TaintEffect
 from gpufleet.k8s_names import label_value_errors, qualified_name_errors
 
 #: The label AKS puts on every node with its agent pool's name.
 AGENT_POOL_LABEL = "kubernetes.azure.com/agentpool"
+#: The most nodes of one AKS agent pool (maxCount).
+AKS_MAX_COUNT = 1000
 _TAINT = re.compile(r"^(?P<key>[A-Za-z0-9][-A-Za-z0-9_./]*)(=(?P<value>[-A-Za-z0-9_.]*))?:"
                     r"(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$")
 DriverInstaller = Literal["aks", "operator"]
@@ -41,10 +43,10 @@ class ResourceGroup(Model):
 class Autoscale(Model):
     """Cluster-autoscaler bounds for a pool (AKS `enableAutoScaling`, `minCount`, `maxCount`)."""
 
-    min_count: int = Field(ge=0, le=1000)
+    min_count: int = Field(ge=0, le=AKS_MAX_COUNT)
     """Fewest nodes; 0 lets an idle GPU pool scale to zero (user pools only)."""
-    max_count: int = Field(ge=1, le=1000)
-    """Most nodes. Capacity planning counts this many."""
+    max_count: int = Field(ge=1, le=AKS_MAX_COUNT)
+    """Most nodes the autoscaler grows the pool to."""
 
     @model_validator(mode="after")
     def _bounds(self):
@@ -77,7 +79,11 @@ class GpuPool(Model):
     count: int | None = Field(default=None, ge=0, le=1000)
     """Fixed node count. Defaults to 1 when neither count nor autoscale is set."""
     autoscale: Autoscale | None = None
-    """Autoscaler bounds instead of a fixed count; capacity planning counts maxCount nodes."""
+    """Autoscaler bounds instead of a fixed count (AKS's spelling, minCount/maxCount). The pool is created with
+    minCount nodes, and is a node group the checks may grow to maxCount (docs/autoscaling.md)."""
+    autoscaling: PoolAutoscaling | None = None
+    """The same bounds in `nodePools`' spelling, `{min, max}` (at most 1000 each, as AKS allows); set one of
+    autoscale and autoscaling."""
     gpu_instance_profile: GpuInstanceProfile | None = None
     """AKS-managed static MIG (MIG1g, MIG2g, MIG3g, MIG4g, MIG7g): every GPU is split at node creation
     into the most instances of that profile. Unset: no AKS MIG. Excludes `migGeometry`."""
@@ -119,20 +125,44 @@ class GpuPool(Model):
                 raise ValueError(f"'{t}' is not a valid taint: {'; '.join(problems)}")
         return value
 
+    @field_validator("autoscaling")
+    @classmethod
+    def _one_spelling(cls, value: PoolAutoscaling | None, info: ValidationInfo) -> PoolAutoscaling | None:
+        if value is None:
+            return value
+        if info.data.get("autoscale") is not None:
+            raise ValueError("set together with this pool's autoscale: both give the autoscaler bounds "
+                             "(autoscale: {minCount, maxCount}, autoscaling: {min, max}); allowed: one of them")
+        if value.max > AKS_MAX_COUNT:
+            raise ValueError(f"max {value.max} is above {AKS_MAX_COUNT}, the most nodes of an AKS agent pool; "
+                             f"allowed: 1 to {AKS_MAX_COUNT}")
+        return value
+
     @model_validator(mode="after")
     def _count_or_autoscale(self):
-        if self.count is not None and self.autoscale is not None:
-            raise ValueError("count and autoscale are mutually exclusive; set a fixed count or autoscale bounds")
+        if self.count is not None and self.bounds() is not None:
+            key = "autoscale" if self.autoscale is not None else "autoscaling"
+            raise ValueError(f"count and {key} are mutually exclusive; set a fixed count or autoscale bounds")
         return self
+
+    def bounds(self) -> tuple[int, int] | None:
+        """(min, max) of the autoscaler, in either spelling; None for a fixed count."""
+        if self.autoscale is not None:
+            return self.autoscale.min_count, self.autoscale.max_count
+        if self.autoscaling is not None:
+            return self.autoscaling.min, self.autoscaling.max
+        return None
 
     @property
     def vm(self) -> VmSize:
         return VM_SIZES[self.vm_size]
 
     def node_count(self) -> int:
-        """Nodes capacity planning counts: the fixed count, or the autoscaler's maximum."""
-        if self.autoscale is not None:
-            return self.autoscale.max_count
+        """The nodes the pool is created with: the fixed count, or the autoscaler's minimum (the checks grow it as
+        a node group up to the maximum)."""
+        bounds = self.bounds()
+        if bounds is not None:
+            return bounds[0]
         return 1 if self.count is None else self.count
 
     def taint_objects(self) -> list[Taint]:
@@ -150,6 +180,7 @@ class GpuPool(Model):
             name=self.name,
             node_selector={AGENT_POOL_LABEL: self.name},
             count=self.node_count(),
+            autoscaling=PoolAutoscaling(min=bounds[0], max=bounds[1]) if (bounds := self.bounds()) else None,
             gpu=PoolGpu(product=self.vm.product, count=self.vm.gpu_count),
             taints=self.taint_objects(),
             sharing=self.sharing,

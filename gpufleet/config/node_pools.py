@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gpufleet.config._base import Model
 from gpufleet.config.k8s_types import (
@@ -52,6 +52,22 @@ class PoolResources(Model):
     """Allocatable ephemeral storage per node."""
 
 
+class PoolAutoscaling(Model):
+    """Cluster-autoscaler bounds of a pool: it is a node group the autoscaler grows from its nodes now (`count`,
+    or the listed `nodes`) up to `max` and never shrinks below `min`."""
+
+    min: int = Field(ge=0, le=INT32_MAX)
+    """Fewest nodes (0: the pool may scale to zero; the autoscaler then adds nodes from the planned template)."""
+    max: int = Field(ge=1, le=INT32_MAX)
+    """Most nodes the autoscaler grows the pool to."""
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}; allowed: min <= max")
+        return self
+
+
 class NodePool(Model):
     """A set of identical GPU nodes."""
 
@@ -62,7 +78,11 @@ class NodePool(Model):
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Labels that select the pool's nodes (used by workloads aimed at the pool)."""
     count: int | None = Field(default=None, ge=0, le=INT32_MAX)
-    """Number of nodes, where `nodes` does not list them (capacity planning)."""
+    """Number of nodes, where `nodes` does not list them (capacity planning); with `autoscaling`, the nodes the
+    pool has now (defaults to `autoscaling.min`)."""
+    autoscaling: PoolAutoscaling | None = None
+    """The cluster autoscaler grows the pool from its nodes now up to `max` (docs/autoscaling.md); listed
+    `nodes` are then the nodes it has now. Unset: a fixed size."""
     gpu: PoolGpu
     taints: list[Taint] = Field(default_factory=list)
     """Taints on the pool's nodes; workloads aimed at the pool tolerate them."""
@@ -75,6 +95,13 @@ class NodePool(Model):
     """Further labels the nodes carry (for capacity planning and selectors)."""
 
     def node_count(self) -> int:
+        """The nodes the pool has now: the listed ones, else `count`, else `autoscaling.min`, else 1."""
         if self.nodes:
             return len(self.nodes)
-        return self.count if self.count is not None else 1
+        if self.count is not None:
+            return self.count
+        return self.autoscaling.min if self.autoscaling is not None else 1
+
+    def most_nodes(self) -> int:
+        """The most nodes the pool can have: `autoscaling.max`, else the nodes it has now."""
+        return self.autoscaling.max if self.autoscaling is not None else self.node_count()

@@ -104,9 +104,33 @@ def _check_node_pools(cfg: StackConfig) -> list[ConfigIssue]:
                                       "nvidia.com/device-plugin.config / nvidia.com/mig.config"))
         if pool.mig_geometry is not None:
             issues += _check_pool_geometry(cfg, i, pool, product)
+        if pool.autoscaling is not None:
+            issues += _check_pool_autoscaling(i, pool)
         sharing = cfg.sharing_of_pool(pool)
         if sharing is not None and product is not None:
             issues += _check_pool_sharing(cfg, i, pool, product, sharing)
+    return issues
+
+
+def _check_pool_autoscaling(i: int, pool: NodePool) -> list[ConfigIssue]:
+    """An autoscaled pool's nodes now (the listed `nodes`, else `count`) lie within its bounds, and `count`
+    says the same as the list when both are given."""
+    assert pool.autoscaling is not None
+    low, high = pool.autoscaling.min, pool.autoscaling.max
+    allowed = f"allowed: {low} to {high} (autoscaling.min to autoscaling.max)"
+    issues = []
+    if pool.nodes and pool.count is not None and pool.count != len(pool.nodes):
+        issues.append(ConfigIssue(_p("nodePools", i, "count"), f"{pool.count} while `nodes` lists {len(pool.nodes)}: "
+                                  "with autoscaling the listed nodes are the nodes the pool has now; allowed: "
+                                  f"{len(pool.nodes)}, or no count"))
+    key, now = ("nodes", len(pool.nodes)) if pool.nodes else ("count", pool.count)
+    if now is not None:
+        if now > high:
+            issues.append(ConfigIssue(_p("nodePools", i, key), f"{now} node(s) now is above autoscaling.max {high}: "
+                                      f"the autoscaler never grows the pool past max; {allowed}"))
+        elif now < low:
+            issues.append(ConfigIssue(_p("nodePools", i, key), f"{now} node(s) now is below autoscaling.min {low}: "
+                                      f"the autoscaler keeps at least min nodes; {allowed}"))
     return issues
 
 

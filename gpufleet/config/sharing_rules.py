@@ -157,8 +157,8 @@ def _pods(w) -> int:
 
 def _unisolated_memory(cfg: StackConfig) -> list[ConfigIssue]:
     """Time-slicing gives no memory isolation; reported only where more slices are taken than the pool has
-    devices (so two pods certainly share one) and a workload's memory use is unchecked or a vLLM server's
-    reservation cannot fit beside another."""
+    devices (so two pods certainly share one; an autoscaled pool counted at its max) and a workload's memory
+    use is unchecked or a vLLM server's reservation cannot fit beside another."""
     groups: dict[tuple[str, str | None], list[tuple[int, Workload, GpuRequest]]] = {}
     pools: dict[str, NodePool] = {}
     for i, w in enumerate(cfg.workloads):
@@ -169,7 +169,7 @@ def _unisolated_memory(cfg: StackConfig) -> list[ConfigIssue]:
     issues = []
     for (pool_name, mig), users in groups.items():
         pool = pools[pool_name]
-        devices = (cfg.mig_profiles_of_pool(pool).get(mig, 0) if mig else pool.gpu.count) * pool.node_count()
+        devices = (cfg.mig_profiles_of_pool(pool).get(mig, 0) if mig else pool.gpu.count) * pool.most_nodes()
         slices = sum(_pods(w) * gpu.count for _, w, gpu in users)
         if devices == 0 or slices <= devices:
             continue

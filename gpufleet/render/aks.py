@@ -55,13 +55,13 @@ def gpu_pool_labels(cfg: StackConfig, pool: GpuPool) -> dict[str, str]:
 
 
 def gpu_agent_pool(cfg: StackConfig, aks: AksConfig, pool: GpuPool) -> AgentPoolSpec:
-    scale = pool.autoscale
+    bounds = pool.bounds()  # autoscale {minCount, maxCount} or autoscaling {min, max}
     return AgentPoolSpec(
         name=pool.name,
         vm_size=pool.vm_size,
-        count=scale.min_count if scale else (1 if pool.count is None else pool.count),
-        min_count=scale.min_count if scale else None,
-        max_count=scale.max_count if scale else None,
+        count=pool.node_count(),
+        min_count=bounds[0] if bounds else None,
+        max_count=bounds[1] if bounds else None,
         os_sku=pool.os_sku,
         orchestrator_version=aks.kubernetes_version,
         gpu_instance_profile=pool.gpu_instance_profile,

@@ -45,9 +45,22 @@ def test_gpu_pool_is_derived_as_a_node_pool_with_product_count_taints_and_select
     assert pool.labels == {"workload": "inference"}
 
 
-def test_autoscaled_pool_plans_capacity_at_its_maximum():
-    cfg = parse(a100_mig_sections())
-    assert cfg.pool("a100").count == 2
+def test_autoscaled_pool_is_planned_at_its_initial_size_and_carries_its_bounds():
+    cfg = parse(a100_mig_sections())  # autoscale {minCount: 0, maxCount: 2}
+    pool = cfg.pool("a100")
+    assert (pool.count, pool.autoscaling.min, pool.autoscaling.max) == (0, 0, 2)
+    assert (pool.node_count(), pool.most_nodes()) == (0, 2)
+
+
+def test_aks_pool_takes_the_node_pools_spelling_of_the_bounds():
+    sections = a100_mig_sections()
+    pool = sections["cluster"]["aks"]["gpuPools"][0]
+    pool["autoscaling"] = {"min": 1, "max": 4}
+    del pool["autoscale"]
+    cfg = parse(sections)
+    assert (cfg.pool("a100").count, cfg.pool("a100").autoscaling.max) == (1, 4)
+    [a100] = gpu_agent_pools(cfg)
+    assert (a100.autoscaled, a100.count, a100.min_count, a100.max_count) == (True, 1, 1, 4)
 
 
 def test_derived_pools_survive_a_dump_and_reload_without_duplicates():

@@ -77,6 +77,16 @@ def test_a100_mig_pool_is_split_by_aks_which_also_installs_the_driver(a100_plan)
     assert i["nodeLabels"] == {"nvidia.com/gpu.deploy.mig-manager": "false"}
 
 
+def test_autoscaling_spelling_creates_the_same_autoscaled_agent_pool():
+    sections = a100_mig_sections()
+    pool = sections["cluster"]["aks"]["gpuPools"][0]
+    del pool["autoscale"]
+    pool["autoscaling"] = {"min": 1, "max": 3}
+    [created] = _plan(sections).by_type(AGENT_POOL)
+    i = created.inputs
+    assert (i["enableAutoScaling"], i["count"], i["minCount"], i["maxCount"]) == (True, 1, 1, 3)
+
+
 def test_existing_resource_group_is_looked_up_not_created(a100_plan, t4_plan):
     assert a100_plan.by_type("azure-native:resources:ResourceGroup") == []
     [rg] = t4_plan.by_type("azure-native:resources:ResourceGroup")

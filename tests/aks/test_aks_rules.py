@@ -79,6 +79,15 @@ SCHEMA_FAILING = [
                  id="count and autoscale"),
     pytest.param(_t4(gpuInstanceProfile="MIG5g"), f"{POOL0}.gpuInstanceProfile", ["MIG1g", "MIG7g"],
                  id="unknown gpu instance profile"),
+    pytest.param(_t4(autoscaling={"min": 1, "max": 2}), POOL0, ["count and autoscaling are mutually exclusive"],
+                 id="count and autoscaling"),
+    pytest.param(_a100(autoscaling={"min": 0, "max": 2}), f"{POOL0}.autoscaling",
+                 ["set together with this pool's autoscale", "{minCount, maxCount}", "{min, max}", "allowed: one"],
+                 id="autoscale and autoscaling both set"),
+    pytest.param(_a100(autoscale=None, autoscaling={"min": 0, "max": 1001}), f"{POOL0}.autoscaling",
+                 ["max 1001 is above 1000", "allowed: 1 to 1000"], id="autoscaling above an agent pool's size"),
+    pytest.param(_a100(autoscale=None, autoscaling={"min": 3, "max": 2}), f"{POOL0}.autoscaling",
+                 ["min 3 is above max 2", "allowed: min <= max"], id="autoscaling min above max"),
 ]
 
 

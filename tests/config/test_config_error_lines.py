@@ -47,8 +47,8 @@ def test_a_misspelt_nested_key_is_suggested_by_case_and_edit_distance(tmp_path, 
     key = "      sharing: t4-mps" if meant == "sharing" else "    - name: edge"
     errors = errors_of(tmp_path, key, key.replace(meant, typo))
     assert errors == [f"Pulumi.dev.yaml:{line_of(key)}: gpufleet:nodePools[0].{typo}: unknown key '{typo}' "
-                      f"(did you mean '{meant}'?); allowed: name, nodes, nodeSelector, count, gpu, taints, "
-                      "sharing, migGeometry, resources, labels"]
+                      f"(did you mean '{meant}'?); allowed: name, nodes, nodeSelector, count, autoscaling, "
+                      "gpu, taints, sharing, migGeometry, resources, labels"]
 
 
 def test_a_mistake_inside_a_misspelt_section_is_still_found_at_its_line(tmp_path):
