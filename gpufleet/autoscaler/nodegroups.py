@@ -8,80 +8,35 @@ pool label (AKS agentpool, EKS nodegroup, GKE node pool, Karpenter NodePool, Clu
 with the template's value. `targetSize` defaults to the nodes it has; above that, the difference is nodes on
 their way (upcoming), as the autoscaler counts them. While a group has a node, the autoscaler builds its
 template from that node (its first), not from the group's declared template, as its template provider does
-(processors/nodeinfosprovider, mixed).
+(processors/nodeinfosprovider, mixed). A file of Cluster API objects is read by clusterapi.py instead. The
+NodeGroup type, and the sanitizing of templates, are in group.py (re-exported here).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpufleet.autoscaler.group import TEMPLATE_LABEL, NodeGroup, copy_of, sanitized
 from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.capacity.model import Node
 from gpufleet.config.spelling import did_you_mean
 from gpufleet.errors import InputError, one_line
 from gpufleet.inputs import read_text
 
+__all__ = ["GROUP_LABEL", "POOL_LABELS", "TEMPLATE_LABEL", "NodeGroup", "copy_of", "members_of", "read_node_groups",
+           "sanitized"]
+
 GROUP_LABEL = "gpufleet.dev/node-group"
 #: Node labels that name the pool a node belongs to, per platform.
 POOL_LABELS = ("kubernetes.azure.com/agentpool", "agentpool", "eks.amazonaws.com/nodegroup",
                "cloud.google.com/gke-nodepool", "karpenter.sh/nodepool", "cluster.x-k8s.io/deployment-name")
-#: Taints the autoscaler drops from a template: its own, the node-condition taints, and startup/status taints
-#: (utils/taints SanitizeTaints).
-_DROPPED_TAINTS = frozenset({
-    "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
-    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/unschedulable",
-    "node.kubernetes.io/memory-pressure", "node.kubernetes.io/disk-pressure",
-    "node.kubernetes.io/network-unavailable", "node.kubernetes.io/pid-pressure",
-    "node.cloudprovider.kubernetes.io/uninitialized", "node.cloudprovider.kubernetes.io/shutdown",
-    "cloud.google.com/impending-node-termination", "NodeWithImpairedVolumes",
-})
-_DROPPED_PREFIXES = ("ignore-taint.cluster-autoscaler.kubernetes.io/",
-                     "startup-taint.cluster-autoscaler.kubernetes.io/",
-                     "status-taint.cluster-autoscaler.kubernetes.io/")
-TEMPLATE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _FIELDS = ("name", "minSize", "maxSize", "targetSize", "template")
-
-
-@dataclass
-class NodeGroup:
-    name: str
-    min_size: int
-    max_size: int
-    template: Node
-    """The sanitized template: what a node added to the group looks like (before DaemonSet pods)."""
-    members: list[str] = field(default_factory=list)
-    """The fleet's nodes that belong to the group."""
-    target_size: int = 0
-    source: str = ""
-    """Where the group came from (a file, or a stack's node pool), for messages."""
-
-    @property
-    def upcoming(self) -> int:
-        return max(self.target_size - len(self.members), 0)
-
-
-def sanitized(node: Node, group: str) -> Node:
-    """A node of the group as the autoscaler templates it: its own name and hostname label, the template
-    label, no transient or autoscaler taints, not cordoned."""
-    name = f"template-node-for-{group}"
-    labels = {**node.labels, "kubernetes.io/hostname": name, TEMPLATE_LABEL: "true"}
-    taints = tuple(t for t in node.taints
-                   if t.key not in _DROPPED_TAINTS and not t.key.startswith(_DROPPED_PREFIXES))
-    return Node(name=name, labels=labels, taints=taints, unschedulable=False, allocatable=dict(node.allocatable),
-                capacity=dict(node.capacity), unknown=node.unknown, images=())
-
-
-def copy_of(template: Node, name: str) -> Node:
-    """A fresh node made from a template (what an added node is, in the simulation)."""
-    return Node(name=name, labels={**template.labels, "kubernetes.io/hostname": name}, taints=template.taints,
-                allocatable=dict(template.allocatable), capacity=dict(template.capacity), unknown=template.unknown)
 
 
 def members_of(group: str, template: Node, nodes: list[Node]) -> list[str]:
@@ -146,9 +101,19 @@ def read_node_groups(path: Path | str, nodes: list[Node]) -> list[NodeGroup]:
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except (yaml.YAMLError, ValueError, RecursionError, OverflowError) as e:
         raise InputError(f"{path}: not YAML: {one_line(str(e))}") from None
+    from gpufleet.autoscaler.clusterapi import MAX_SIZE, cluster_api_items, node_groups_from_cluster_api
+
+    objects = cluster_api_items(docs, str(path))
+    if objects is not None:
+        found = node_groups_from_cluster_api(objects, nodes, str(path))
+        if not found:
+            raise InputError(f"{path}: no node groups: none of its MachineDeployments or MachineSets has a "
+                             f"{MAX_SIZE} annotation above 0")
+        return found
+    raw = docs[0] if docs else None
     if raw is None:
         raise InputError(f"{path}: empty: expected a list of node groups ({', '.join(_FIELDS)})")
     if isinstance(raw, dict) and isinstance(raw.get("nodeGroups"), list):
