@@ -25,7 +25,7 @@ from functools import partial
 from gpufleet.autoscaler.estimator import MAX_NODES_PER_SCALEUP, PodGroup, estimate, node_limit
 from gpufleet.autoscaler.expander import Option, best_option
 from gpufleet.autoscaler.nodegroups import NodeGroup, copy_of
-from gpufleet.autoscaler.simulator import FreshNode, PendingPod, round_robin
+from gpufleet.autoscaler.simulator import FreshNode, PendingPod, Rooms, round_robin
 from gpufleet.capacity.model import Node
 
 GPU = "nvidia.com/gpu"
@@ -39,8 +39,8 @@ NOT_READY = "not ready for scale-up"
 #: (clusterstate IsNodeGroupHealthy; --ok-total-unready-count, --max-total-unready-percentage).
 OK_TOTAL_UNREADY = 3
 MAX_TOTAL_UNREADY_SHARE = 0.45
-NO_GPU_TEMPLATE = ("its template declares no nvidia.com/gpu, so a node added from zero holds none: give the "
-                   "template the GPUs its nodes have (Cluster API: the MachineDeployment's "
+NO_GPU = "its template declares no nvidia.com/gpu, so a node added from zero holds none: "
+NO_GPU_TEMPLATE = (NO_GPU + "give the template the GPUs its nodes have (Cluster API: the MachineDeployment's "
                    "capacity.cluster-autoscaler.kubernetes.io/gpu-count and gpu-type annotations; AKS: a GPU VM "
                    "size for the pool; a --node-groups file: status.allocatable and capacity)")
 #: Passes of the loop at most (each adds at least one node; the groups' room bounds them long before).
@@ -167,7 +167,9 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         options: list[Option] = []
         for g in groups:
             skip = None
-            if g.name in not_ready:
+            if g.cannot_scale:
+                skip = g.cannot_scale
+            elif g.name in not_ready:
                 skip = NOT_READY
             elif target[g.name] >= g.max_size:
                 skip = MAX_GROUP
@@ -184,7 +186,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
                 if failure:
                     words = ", ".join(failure)
                     if f"Insufficient {GPU}" in failure and GPU not in g.template.allocatable and not g.members:
-                        words += f" ({NO_GPU_TEMPLATE})"
+                        words += f" ({NO_GPU + g.gpu_fix if g.gpu_fix else NO_GPU_TEMPLATE})"
                     plan.reasons.setdefault(p.workload, {})[g.name] = words
                 else:
                     fits.append(PodGroup(p.workload, p.spec, p.pod, p.count))
@@ -291,26 +293,29 @@ def _not_on(upcoming: list[FreshNode], pending: list[Pending], walk: _Walk,
     As the autoscaler's simulator walks nodes: each pod goes to the first node that fits, searching from the
     node after the one the previous pod went to (its predicate runner's round robin), so equal pods spread
     one a node per round while nodes have room. A pod that fits nowhere stops its workload's others."""
+    import numpy as np
+
     out = []
     n = len(upcoming)
     last = walk.last % n if n else 0
     runs: dict[int, tuple[FreshNode, list[int]]] = {}  # copies of one template share its static answers
     for i, node in enumerate(upcoming):
         runs.setdefault(id(node.static), (node, []))[1].append(i)
+    members = [(first, np.array(at, dtype=np.int64)) for first, at in runs.values()]
+    rooms = Rooms(upcoming, [p.pod for p in pending])
     for p in sorted(pending, key=lambda p: -p.priority):
         left = p.count
         if n:
             # The walk from `last`, over the nodes whose template does not refuse the pod (the others have no room).
-            fit = sorted(j for first, members in runs.values() if first.static_failure(p.pod) is None
-                         for j in members)
-            order = [j for j in fit if j >= last] + [j for j in fit if j < last]
-            walked = [(j, upcoming[j].room(p.pod)) for j in order]
-            order = [j for j, r in walked if r]  # the walk passes full nodes by
-            rooms = [r for _, r in walked if r]
-            take, after = round_robin(rooms, left)
+            fit = np.sort(np.concatenate([at for first, at in members if first.static_failure(p.pod) is None]
+                                         or [np.zeros(0, dtype=np.int64)]))
+            walked = np.concatenate((fit[fit >= last], fit[fit < last]))
+            room = rooms.rooms(p.pod, walked)
+            order = walked[room > 0].tolist()  # the walk passes full nodes by
+            take, after = round_robin(room[room > 0].tolist(), left)
             for j, k in zip(order, take, strict=True):
                 if k:
-                    upcoming[j].add(p.pod, k)
+                    rooms.add(j, p.pod, k)
                     on = placed.setdefault(p.workload, {})
                     on[upcoming[j].node.name] = on.get(upcoming[j].node.name, 0) + k
                     left -= k
