@@ -24,12 +24,14 @@ ExpendableCutoffOption = Annotated[int, typer.Option(
 
 
 def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, max_nodes_total: int = 0,
-                  gpu_total: str | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF):
-    """(node groups file, ScaleUpOptions), or None without --node-groups; InputError for a bad option."""
+                  gpu_total: str | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF, *,
+                  stack: bool = False):
+    """(node groups file, ScaleUpOptions), or None without --node-groups (and without `stack`: a stack's autoscaled
+    pools are node groups too, so the file may be None then); InputError for a bad option."""
     given = [name for name, v in (("--expander", expander != DEFAULT_EXPANDER), ("--max-nodes-total", max_nodes_total),
                                   ("--gpu-total", gpu_total), ("--expendable-pods-priority-cutoff",
                                                                expendable_cutoff != DEFAULT_EXPENDABLE_CUTOFF)) if v]
-    if node_groups is None:
+    if node_groups is None and not stack:
         if given:
             raise InputError(f"{', '.join(given)} go(es) with --node-groups FILE (the groups the autoscaler grows)")
         return None

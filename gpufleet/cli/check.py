@@ -141,10 +141,6 @@ def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, re
     a live cluster, read as `discover` reads it; `no_cluster`: what to suggest when there is none). Shared by
     `check` and `report`, so both accept and refuse exactly the same inputs.
     """
-    from gpufleet.manifests.documents import document_errors
-    from gpufleet.manifests.reading import load_documents
-    from gpufleet.manifests.workloads import workload_of
-
     errors: list[str] = []
     try:
         if nodes is None:
@@ -158,16 +154,28 @@ def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, re
     except GpufleetError as e:
         cap = None
         errors += str(e).split("\n")  # already one line per problem
-    docs, problems = load_documents(manifests)
+    docs = read_documents(manifests, errors, require_workloads)
+    return cap, docs
+
+
+def read_documents(manifests: list[Path], errors: list[str], require_workloads: bool = True,
+                   elsewhere: str = ""):
+    """The manifests' documents; InputError with `errors` and every problem of the files at once.
+    `elsewhere`: where other workloads come from (a stack), so that no workload in the files is no error."""
+    from gpufleet.manifests.documents import document_errors
+    from gpufleet.manifests.reading import load_documents
+    from gpufleet.manifests.workloads import workload_of
+
+    docs, problems = load_documents(manifests) if manifests else ([], [])
     errors += problems
     for doc in docs:
         errors += document_errors(doc)
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
-    if require_workloads and not any(workload_of(d.obj) is not None for d in docs):
+    if require_workloads and not elsewhere and not any(workload_of(d.obj) is not None for d in docs):
         raise InputError(f"no workloads in {', '.join(map(str, manifests))}: nothing to check "
                          "(checked kinds: Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob)")
-    return cap, docs
+    return docs
 
 
 def with_origin(docs, run):
@@ -192,32 +200,67 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
 
     `scale`: (node groups file, ScaleUpOptions) to check with cluster-autoscaler's scale-up; the verdicts of the
     scale-up are then `result.scale_up`."""
-    from gpufleet.cli._node_platform import add_node_platform_findings
-    from gpufleet.scheduling import check_workloads
-
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
     groups = None
     if scale is not None:
         from gpufleet.autoscaler.nodegroups import read_node_groups
 
         groups = read_node_groups(scale[0], cap.nodes)
+    return with_origin(docs, lambda: _checked(cap.nodes, cap.pods, cap.objects, docs, extended_resource_toleration,
+                                              groups, scale[1] if scale else None))
 
-    def check() -> CheckResult:
-        objects = cap.objects + [d.obj for d in docs]
-        if groups is None:
-            result = check_workloads(cap.nodes, cap.pods, objects,
-                                     extended_resource_toleration=extended_resource_toleration)
-        else:
-            from gpufleet.scheduling.scaleup import check_with_scale_up
 
-            result, verdicts = check_with_scale_up(cap.nodes, cap.pods, objects, groups, scale[1],
-                                                   extended_resource_toleration=extended_resource_toleration)
-            result.scale_up = verdicts
-        add_policy_findings(result, [d.obj for d in docs], cap.nodes)
-        add_node_platform_findings(result, [d.obj for d in docs], cap.nodes)
-        return result
+def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resource_toleration: bool, groups,
+             options) -> CheckResult:
+    """The check of `objects` and the documents' objects, with scale-up of `groups` when given; then the pack's
+    workload rules and the node platform findings on the documents."""
+    from gpufleet.cli._node_platform import add_node_platform_findings
+    from gpufleet.scheduling import check_workloads
 
-    return with_origin(docs, check)
+    everything = objects + [d.obj for d in docs]
+    if groups is None:
+        result = check_workloads(nodes, pods, everything, extended_resource_toleration=extended_resource_toleration)
+    else:
+        from gpufleet.scheduling.scaleup import check_with_scale_up
+
+        result, verdicts = check_with_scale_up(nodes, pods, everything, groups, options,
+                                               extended_resource_toleration=extended_resource_toleration)
+        result.scale_up = verdicts
+    add_policy_findings(result, [d.obj for d in docs], nodes)
+    add_node_platform_findings(result, [d.obj for d in docs], nodes)
+    return result
+
+
+def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extended_resource_toleration: bool,
+                    scale) -> CheckResult:
+    """`check --stack`: the stack's workloads (and any MANIFEST) on its node pools as planned; the stack's
+    autoscaled pools are node groups (gpufleet.autoscaler.stack_groups), with those of `--node-groups`.
+    `scale`: (node groups file or None, ScaleUpOptions), as `scale_options(..., stack=True)` gives it."""
+    from gpufleet.autoscaler.nodegroups import read_node_groups
+    from gpufleet.autoscaler.stack_groups import joined_groups, stack_node_groups
+    from gpufleet.cli._project import stack_and_project
+    from gpufleet.config.loading import load_stack
+    from gpufleet.report.sources import stack_inputs
+    from gpufleet.scheduling.scaleup import ScaleUpOptions
+
+    name, project_dir = stack_and_project(stack, project_dir)
+    loaded = load_stack(name, project_dir)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    cfg = loaded.config
+    nodes, planned = stack_inputs(cfg)
+    docs = read_documents(manifests, [], elsewhere=f"stack {name}")
+    if not cfg.workloads and not docs:
+        raise InputError(f"stack {name} has no workloads and no MANIFEST was given: nothing to check")
+    groups = stack_node_groups(cfg)
+    if scale[0] is not None:
+        groups = joined_groups(groups, read_node_groups(scale[0], nodes))
+    if not groups and scale[1] != ScaleUpOptions():
+        raise InputError(f"the autoscaler's options (--expander, --max-nodes-total, --gpu-total, "
+                         f"--expendable-pods-priority-cutoff) go with node groups: stack {name} has no autoscaled "
+                         "node pool (nodePools[].autoscaling) and no --node-groups FILE was given")
+    ert = extended_resource_toleration or cfg.cluster.extended_resource_toleration
+    return with_origin(docs, lambda: _checked(nodes, [], planned, docs, ert, groups or None, scale[1]))
 
 
 def add_policy_findings(result: CheckResult, objects: list, nodes: list) -> None:
@@ -272,8 +315,15 @@ def capacity_source(nodes: Path | None, pods: Path | None, kubeconfig: Path | No
 
 
 def command(
-    manifests: Annotated[list[Path], typer.Argument(
-        metavar="MANIFEST", help="YAML files or directories (multi-document); - reads standard input.")],
+    manifests: Annotated[list[Path] | None, typer.Argument(
+        metavar="MANIFEST", help="YAML files or directories (multi-document); - reads standard input. "
+                                 "Optional with --stack.")] = None,
+    stack: Annotated[str | None, typer.Option(
+        "--stack", "-s", help="Check the stack's workloads (and any MANIFEST) on its node pools as planned, its "
+                              "autoscaled pools as node groups (reads Pulumi.<stack>.yaml; a name, or that file's "
+                              "name or path).")] = None,
+    project_dir: Annotated[Path, typer.Option("--project-dir", help="With --stack: the directory holding "
+                                                                    "Pulumi.yaml.")] = Path("."),
     nodes: NodesOption = None,
     pods: PodsOption = None,
     as_json: Annotated[bool,
@@ -294,11 +344,22 @@ def command(
     expendable_cutoff: ExpendableCutoffOption = DEFAULT_EXPENDABLE_CUTOFF,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
-    Exit 0 fits (now, or after scale-up with --node-groups), 1 not, 2 bad input."""
+    Exit 0 fits (now, or after scale-up with --node-groups or a stack's autoscaled pools), 1 not, 2 bad input."""
     try:
-        scale = scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff)
-        live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
-        result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale)
+        scale = scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff,
+                              stack=stack is not None)
+        if stack is not None:
+            given = [o for o, v in (("--nodes", nodes), ("--pods", pods), ("--kubeconfig", kubeconfig),
+                                    ("--context", context)) if v is not None]
+            if given:
+                raise InputError(f"--stack plans the nodes from the stack file; do not also give {', '.join(given)}")
+            result = run_stack_check(stack, project_dir, manifests or [], extended_resource_toleration, scale)
+        else:
+            if not manifests:
+                raise InputError("give MANIFEST files or directories to check, or --stack NAME to check a stack's "
+                                 "workloads")
+            live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
+            result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale)
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MISSING = {
     "plan": ["--stack"],
     "schema": ["--config-only", "extra"],
-    "check": ["--nodes", "nodes.json"],
+    "check": ["--nodes", "nodes.json", "--stack"],
     "discover": ["--nvml"],
     "charts": ["--stack", "dev"],
     "validate": ["--kube-version"],
@@ -178,7 +178,7 @@ def test_missing_stack_file_names_the_stacks_that_exist(command, tmp_path):
 
 #: The usage line of each command that takes arguments: several files are `NAME...`, optional ones bracketed.
 USAGE = {
-    "check": "Usage: gpufleet check [OPTIONS] MANIFEST...",
+    "check": "Usage: gpufleet check [OPTIONS] [MANIFEST...]",
     "validate": "Usage: gpufleet validate [OPTIONS] PATH...",
     "headroom": "Usage: gpufleet headroom [OPTIONS] [MANIFEST...]",
     "report": "Usage: gpufleet report [OPTIONS] [MANIFEST...]",
