@@ -172,8 +172,9 @@ def _sizes(obj: _Object, errors: list[str]) -> tuple[int, int] | None:
     if low is None or high is None:
         return None
     if high < low:
-        errors.append(f"{obj.label}: metadata.annotations[{MAX_SIZE}]: {high} is below the min-size {low} "
-                      "(the autoscaler then refuses every node group)")
+        said = f"{high} is below" if MAX_SIZE in obj.annotations else "missing, which the autoscaler reads as 0, below"
+        errors.append(f"{obj.label}: metadata.annotations[{MAX_SIZE}]: {said} the min-size {low} (the autoscaler "
+                      "then refuses every node group)")
     if len(errors) > before or high == 0:
         return None
     return low, high

@@ -281,7 +281,7 @@ def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list
     flat = list(flatten(objects))
     daemonsets = [pending_pod(w.spec, w.namespace, w.labels, daemonset=True)
                   for w in (_daemonset(o) for o in flat) if w is not None]
-    at_max = {g.name: 0 if unhealthy(g) else max(g.max_size - g.target_size, 0) for g in groups}
+    at_max = {g.name: 0 if unhealthy(g) or g.cannot_scale else max(g.max_size - g.target_size, 0) for g in groups}
     grow, capped_by = _within_caps(nodes, groups, at_max, options, lambda g: _copies_per_node(
         g, daemonsets, flat, probe, extended_resource_toleration))
     added: list[Node] = []
