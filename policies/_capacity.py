@@ -1,7 +1,8 @@
 """Where gpu-capacity-fit gets nodes from, and the call into the engine `gpufleet check` uses.
 
 Sources (policy config `capacitySource`): `stack` (default: the stack's node pools as planned nodes,
-`gpufleet.capacity.capacity_from_stack`), `nodesFile` (`kubectl get nodes -o json` or a capacity.json
+`gpufleet.capacity.capacity_from_stack`, its autoscaled pools at the nodes they have now and as node groups the
+autoscaler may grow, `stack_groups`), `nodesFile` (`kubectl get nodes -o json` or a capacity.json
 from `gpufleet discover`, with optional `podsFile`), `kubeconfig` (a live cluster, nodes and running pods).
 """
 
@@ -104,7 +105,35 @@ def manifests_to_check(capacity: Capacity, cfg, claims: list[dict], workloads: l
     return [*planned, *claims, *workloads]
 
 
-def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toleration: bool) -> CheckResult:
-    """The `gpufleet check` engine on planned/discovered capacity."""
-    return check_workloads(capacity.nodes, capacity.pods, [*capacity.admission, *manifests],
-                           extended_resource_toleration=extended_resource_toleration)
+def stack_groups(capacity: Capacity, cfg) -> list:
+    """The stack's autoscaled node pools as cluster-autoscaler node groups when the capacity is the stack's
+    planned one (gpufleet.autoscaler.stack_groups); [] for discovered capacity or a stack without them."""
+    if capacity.source != "stack" or cfg is None:
+        return []
+    from gpufleet.autoscaler.stack_groups import stack_node_groups
+
+    return stack_node_groups(cfg)
+
+
+def capacity_words(capacity: Capacity, groups: list) -> str:
+    """`the stack capacity (3 node(s))`, with the node groups it may grow to when there are some."""
+    words = f"the {capacity.source or 'planned'} capacity ({len(capacity.nodes)} node(s)"
+    if groups:
+        words += " now; after scale-up of " + ", ".join(f"{g.name} up to {g.max_size}" for g in groups)
+    return words + ")"
+
+
+def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toleration: bool,
+              groups: list | None = None) -> CheckResult:
+    """The `gpufleet check` engine on planned/discovered capacity; with node groups, as `check --stack` checks:
+    what stays Pending once the autoscaler has grown them (`result.scale_up` holds its verdicts)."""
+    objects = [*capacity.admission, *manifests]
+    if not groups:
+        return check_workloads(capacity.nodes, capacity.pods, objects,
+                               extended_resource_toleration=extended_resource_toleration)
+    from gpufleet.scheduling.scaleup import ScaleUpOptions, check_with_scale_up
+
+    result, verdicts = check_with_scale_up(capacity.nodes, capacity.pods, objects, groups, ScaleUpOptions(),
+                                           extended_resource_toleration=extended_resource_toleration)
+    result.scale_up = verdicts
+    return result

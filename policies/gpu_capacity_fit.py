@@ -3,7 +3,9 @@
 Uses the engine of `gpufleet check` (API validation, kube-scheduler's filters in order, exact replica
 counts), so the violation carries the API server's or the scheduler's own message. With the stack as
 the capacity source, the stack's GPU memory budget (`gpu.memoryMiB` vs what a share or MIG instance
-has) is checked too.
+has) is checked too, and its autoscaled node pools are node groups: a workload that runs once the
+autoscaler grew them (within their max) passes, as with `gpufleet check --stack`; one that runs only partly
+or never is a violation in the check's words.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from policies._capacity import (
     CAPACITY_PROPERTIES,
     CLAIM_TYPES,
     CapacityUnavailable,
+    capacity_words,
     check_fit,
     extended_resource_toleration,
     manifests_to_check,
     plan_capacity,
+    stack_groups,
 )
 from policies._common import (
     NVIDIA_PREFIX,
@@ -98,7 +102,9 @@ def validate(args: StackValidationArgs, report_violation) -> None:
         return
     ert = extended_resource_toleration(config, cfg)
     by_key = {key: (urn_, req) for key, _, urn_, req in workloads}
-    result = check_fit(capacity, manifests_to_check(capacity, cfg, claims, [m for _, m, _, _ in workloads]), ert)
+    groups = stack_groups(capacity, cfg)
+    result = check_fit(capacity, manifests_to_check(capacity, cfg, claims, [m for _, m, _, _ in workloads]), ert,
+                       groups)
     for u in result.unschedulable:
         if u.reason == "memory":  # a model that does not fit: model-fits-gpu reports it
             continue
@@ -111,8 +117,8 @@ def validate(args: StackValidationArgs, report_violation) -> None:
             why = (f" {u.admitted or 0} of {(u.admitted or 0) + u.pending} pods are admitted; {u.refused_by} refuses "
                    f"the rest.{why}")
         message = u.message if u.message.endswith(".") else u.message + "."
-        report_violation(f"{u.workload}{asks} {verdict}: {message}{why} Expected it to fit the "
-                         f"{capacity.source or 'planned'} capacity ({len(capacity.nodes)} node(s)).", urn_)
+        report_violation(f"{u.workload}{asks} {verdict}: {message}{why} Expected it to fit "
+                         f"{capacity_words(capacity, groups)}.", urn_)
     if capacity.source == "stack" and cfg is not None and config.get("checkMemoryBudget", True):
         from gpufleet.capacity import memory_budget
 
