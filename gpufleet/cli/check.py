@@ -203,9 +203,9 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
     cap, docs = read_inputs(manifests, nodes, pods, live=live)
     groups = None
     if scale is not None:
-        from gpufleet.autoscaler.nodegroups import read_node_groups
+        from gpufleet.cli._node_groups import read_groups
 
-        groups = read_node_groups(scale[0], cap.nodes)
+        groups = read_groups(scale[0], cap.nodes, live) or None  # none in the cluster: checked without scale-up
     return with_origin(docs, lambda: _checked(cap.nodes, cap.pods, cap.objects, docs, extended_resource_toleration,
                                               groups, scale[1] if scale else None))
 
@@ -236,8 +236,8 @@ def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extend
     """`check --stack`: the stack's workloads (and any MANIFEST) on its node pools as planned; the stack's
     autoscaled pools are node groups (gpufleet.autoscaler.stack_groups), with those of `--node-groups`.
     `scale`: (node groups file or None, ScaleUpOptions), as `scale_options(..., stack=True)` gives it."""
-    from gpufleet.autoscaler.nodegroups import read_node_groups
     from gpufleet.autoscaler.stack_groups import joined_groups, stack_node_groups
+    from gpufleet.cli._node_groups import read_groups
     from gpufleet.cli._project import stack_and_project
     from gpufleet.config.loading import load_stack
     from gpufleet.report.sources import stack_inputs
@@ -254,7 +254,7 @@ def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extend
         raise InputError(f"stack {name} has no workloads and no MANIFEST was given: nothing to check")
     groups = stack_node_groups(cfg)
     if scale[0] is not None:
-        groups = joined_groups(groups, read_node_groups(scale[0], nodes))
+        groups = joined_groups(groups, read_groups(scale[0], nodes))
     if not groups and scale[1] != ScaleUpOptions():
         raise InputError(f"the autoscaler's options (--expander, --max-nodes-total, --gpu-total, "
                          f"--expendable-pods-priority-cutoff) go with node groups: stack {name} has no autoscaled "
@@ -335,9 +335,10 @@ def command(
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
     node_groups: Annotated[Path | None, typer.Option(
-        "--node-groups", metavar="FILE",
+        "--node-groups", metavar="FILE|cluster",
         help="Node groups the cluster autoscaler may grow (YAML list of name, minSize, maxSize, targetSize, "
-             "template); verdicts then say what runs after scale-up (docs/autoscaling.md).")] = None,
+             "template, or kubectl's JSON of Cluster API machinedeployments,machinesets,machines; `cluster`: the "
+             "live cluster's); verdicts then say what runs after scale-up (docs/autoscaling.md).")] = None,
     expander: ExpanderOption = DEFAULT_EXPANDER,
     max_nodes_total: MaxNodesTotalOption = 0,
     gpu_total: GpuTotalOption = None,

@@ -61,7 +61,7 @@ def command(
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
     node_groups: Annotated[Path | None, typer.Option(
-        "--node-groups", metavar="FILE",
+        "--node-groups", metavar="FILE|cluster",
         help="Node groups the cluster autoscaler may grow (as `check --node-groups`): also answer with every "
              "group grown to its max size, as far as --max-nodes-total and --gpu-total allow.")] = None,
     max_nodes_total: MaxNodesTotalOption = 0,
@@ -95,11 +95,13 @@ def command(
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
                               extended_resource_toleration=extended_resource_toleration)
-            if scale is not None:
-                from gpufleet.autoscaler.nodegroups import read_node_groups
+            from gpufleet.cli._node_groups import read_groups
+
+            groups = read_groups(scale[0], cap.nodes, live) if scale is not None else []
+            if groups:  # none in the cluster: answered without scale-up
                 from gpufleet.scheduling.scaleup import grown_fleet
 
-                grown = grown_fleet(cap.nodes, cap.pods, objects, read_node_groups(scale[0], cap.nodes), scale[1],
+                grown = grown_fleet(cap.nodes, cap.pods, objects, groups, scale[1],
                                     probe_obj, extended_resource_toleration=extended_resource_toleration)
                 scaled = headroom(grown.nodes, grown.pods, objects, probe_obj,
                                   extended_resource_toleration=extended_resource_toleration)

@@ -62,6 +62,10 @@ ADMISSION_PATHS = {"ResourceQuota": ("v1", "/api/v1/resourcequotas"),
                    "ClusterQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"),
                    "LocalQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/localqueues"),
                    "ResourceFlavor": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors")}
+#: Cluster API's group, and its lists the autoscaler's clusterapi provider reads (kind -> resource), in the
+#: provider's order; in the version the server prefers, as the provider picks it.
+CLUSTER_API_GROUP_PATH = "/apis/cluster.x-k8s.io"
+CLUSTER_API_LISTS = {"MachineSet": "machinesets", "MachineDeployment": "machinedeployments", "Machine": "machines"}
 
 #: The pod's service account, as the kubernetes client's in-cluster loader reads it.
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -384,13 +388,13 @@ class KubeconfigCluster:
                       if isinstance(i, dict) else i for i in items]
         return found
 
-    def admission(self) -> list[dict]:
-        """What admission reads, each with its kind. A list the server does not serve (Kueue not installed) is
-        skipped; one the credentials may not read is skipped with a warning: admission is then not checked
-        against it."""
+    def _served_lists(self, wanted: list[tuple[str, str, str]]) -> tuple[list[dict], list[str], list[str]]:
+        """The objects of each (kind, apiVersion, path) list, each with its apiVersion and kind; the kinds read,
+        and those the credentials may not list. A list the server does not serve is skipped."""
         found: list[dict] = []
+        read: list[str] = []
         forbidden: list[str] = []
-        for kind, (version, path) in ADMISSION_PATHS.items():
+        for kind, version, path in wanted:
             try:
                 items = self._list(path, kind)
             except _NotFound:
@@ -400,14 +404,45 @@ class KubeconfigCluster:
                     raise
                 forbidden.append(kind)
                 continue
+            read.append(kind)
             found += [{"apiVersion": version, "kind": kind, **without_managed_fields(i)}
                       if isinstance(i, dict) else i for i in items]
+        return found, read, forbidden
+
+    def admission(self) -> list[dict]:
+        """What admission reads, each with its kind. A list the server does not serve (Kueue not installed) is
+        skipped; one the credentials may not read is skipped with a warning: admission is then not checked
+        against it."""
+        found, _, forbidden = self._served_lists([(kind, version, path)
+                                                  for kind, (version, path) in ADMISSION_PATHS.items()])
         if forbidden:
             self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
                                  "credentials, so admission (quotas, limit ranges, priority classes, Kueue) is "
                                  "checked without them; grant the ClusterRole in "
                                  "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
+
+    def cluster_api(self) -> tuple[list[dict], bool]:
+        """The Cluster API MachineSets, MachineDeployments and Machines, each with its apiVersion and kind, and
+        whether the Machines were read. A cluster that does not serve cluster.x-k8s.io has none; a list the
+        credentials may not read is skipped with a warning."""
+        try:
+            group = self._get(CLUSTER_API_GROUP_PATH, [])
+        except _NotFound:
+            return [], False
+        preferred = group.get("preferredVersion") if isinstance(group, dict) else None
+        version = preferred.get("groupVersion") if isinstance(preferred, dict) else None
+        if not isinstance(version, str) or "/" not in version:
+            raise DiscoveryUnavailableError(f"{self.server}: GET {CLUSTER_API_GROUP_PATH}: expected an APIGroup "
+                                            "with a preferredVersion, got none")
+        found, read, forbidden = self._served_lists([(kind, version, f"/apis/{version}/{resource}")
+                                                     for kind, resource in CLUSTER_API_LISTS.items()])
+        if forbidden:
+            self.warnings.append(f"{self.server}: {', '.join(CLUSTER_API_LISTS[k] for k in forbidden)} ({version}) "
+                                 "may not be listed with these "
+                                 "credentials, so the Cluster API node groups are read without them; grant the "
+                                 f"ClusterRole in {RBAC_FILE}")
+        return found, "Machine" in read
 
     def _dra_versions_warning(self) -> None:
         try:

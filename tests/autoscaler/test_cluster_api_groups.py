@@ -16,6 +16,7 @@ from gpufleet.capacity.kubectl import node_from_object
 from gpufleet.errors import InputError
 from tests.autoscaler.fleet import deployment, node, write
 from tests.cli.run_inprocess import run
+from tests.discovery.apiserver import ApiServer
 
 V1 = "cluster.x-k8s.io/v1beta1"
 GPU_CAPACITY = {CAPACITY + "cpu": "32", CAPACITY + "memory": "256Gi", CAPACITY + "gpu-count": "8",
@@ -221,3 +222,43 @@ def test_headroom_grows_a_cluster_api_group_from_zero_but_not_one_the_autoscaler
     assert out.code == 0, out.err
     scaled = json.loads(out.out)["withScaleUp"]
     assert scaled["nodesAdded"] == {"MachineDeployment/ml/gpu": 2} and scaled["instances"] == 16
+
+
+def _served(objects: list[dict], version: str = "v1beta2") -> dict[str, list[dict]]:
+    lists: dict[str, list[dict]] = {f"/apis/cluster.x-k8s.io/{version}/{r}": [] for r in (
+        "machinesets", "machinedeployments", "machines")}
+    for o in objects:
+        lists[f"/apis/cluster.x-k8s.io/{version}/{o['kind'].lower()}s"].append(o)
+    return lists
+
+
+def test_node_groups_cluster_reads_the_live_clusters_machine_deployments_and_machines(tmp_path):
+    objects = [machine_deployment("gpu", 0, "0", "3", **GPU_CAPACITY), machine_deployment("cpu", 1, "1", "1"),
+               machine("m-0", "cpu", "cpu-0")]
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump(deployment("infer", 12)))
+    with ApiServer(nodes=[node("cpu-0", gpus=0)], extra=_served(objects),
+                   api_groups={"cluster.x-k8s.io": ("v1beta2", "v1beta1")}) as api:
+        out = run("check", "--kubeconfig", api.kubeconfig(tmp_path / "kc"), "--node-groups", "cluster", app, "--json")
+        paths = {r.path for r in api.requests}
+    assert out.code == 0, out.err
+    assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "MachineDeployment/ml/gpu", "from": 0, "to": 2}]
+    assert {"/apis/cluster.x-k8s.io", "/apis/cluster.x-k8s.io/v1beta2/machines"} <= paths  # the preferred version
+
+
+def test_node_groups_cluster_on_a_cluster_without_cluster_api_or_rights_checks_without_scale_up(tmp_path):
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump(deployment("infer", 1, gpus=0)))
+    for server in ({}, {"api_groups": {"cluster.x-k8s.io": ("v1beta1",)}, "extra": _served([], "v1beta1"),
+                        "forbidden": frozenset({"machinedeployments", "machinesets", "machines"})}):
+        with ApiServer(nodes=[node("cpu-0", gpus=0)], **server) as api:
+            out = run("check", "--kubeconfig", api.kubeconfig(tmp_path / "kc"), "--node-groups", "cluster", app)
+        assert out.code == 0 and "Traceback" not in out.err, out.err
+        assert "has no Cluster API node groups" in out.err
+    assert "machinesets, machinedeployments, machines (cluster.x-k8s.io/v1beta1) may not be listed" in out.err
+
+
+def test_node_groups_cluster_needs_a_live_cluster(tmp_path):
+    nodes_file, _, app = write(tmp_path, [node("n-0")], "[]", [deployment("infer", 1)])
+    out = run("check", "--nodes", nodes_file, "--node-groups", "cluster", app)
+    assert out.code == 2 and "--node-groups cluster reads the live cluster's Cluster API node groups" in out.err

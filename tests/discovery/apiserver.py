@@ -90,6 +90,7 @@ class ApiServer:
     faults: list[Fault] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     extra: dict[str, list[dict]] = field(default_factory=dict)  # other served list paths -> items (kind set)
+    api_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # other groups' documents: versions
 
     def __post_init__(self):
         self._stop = threading.Event()
@@ -196,6 +197,11 @@ class ApiServer:
             if path == "/apis/resource.k8s.io" and self.dra_versions:
                 versions = [{"groupVersion": f"resource.k8s.io/{v}", "version": v} for v in self.dra_versions]
                 return self._send(handler, 200, {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
+                                                 "versions": versions, "preferredVersion": versions[0]})
+            group = path.removeprefix("/apis/")
+            if group in self.api_groups:
+                versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in self.api_groups[group]]
+                return self._send(handler, 200, {"kind": "APIGroup", "apiVersion": "v1", "name": group,
                                                  "versions": versions, "preferredVersion": versions[0]})
             return self._send(handler, 404, status(404, "NotFound", "the server could not find the requested resource"))
         kind, items, resource = found

@@ -1,5 +1,5 @@
-"""The shipped ClusterRole holds exactly the rights live discovery uses: every request `discover` makes is
-allowed by it, every rule in it is used, and it grants no write."""
+"""The shipped ClusterRole holds exactly the rights live discovery uses: every request `discover` (and
+`check --node-groups cluster`) makes is allowed by it, every rule in it is used, and it grants no write."""
 
 from __future__ import annotations
 
@@ -50,11 +50,26 @@ def requests_of_discover(tmp_path: Path, **server) -> set[tuple]:
         return {attributes(r.path, r.query) for r in api.requests}
 
 
+def requests_of_node_groups(tmp_path: Path) -> set[tuple]:
+    """`check --node-groups cluster` on a cluster that serves Cluster API."""
+    nodes, pods = cluster(2, 4)
+    lists = {f"/apis/cluster.x-k8s.io/v1beta1/{r}": [] for r in ("machinesets", "machinedeployments", "machines")}
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"},
+                                   "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+    with ApiServer(nodes=nodes, pods=pods, extra=lists, api_groups={"cluster.x-k8s.io": ("v1beta1",)}) as api:
+        done = run("check", "--kubeconfig", api.kubeconfig(tmp_path / "kc"), "--node-groups", "cluster", app)
+        assert done.code == 0, done.err
+        return {attributes(r.path, r.query) for r in api.requests}
+
+
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> set[tuple]:
-    """Every request of discover on a DRA cluster of 1.34, and on one of 1.33 (resource.k8s.io v1beta2 only)."""
+    """Every request of discover on a DRA cluster of 1.34, and on one of 1.33 (resource.k8s.io v1beta2 only),
+    and of `check --node-groups cluster` on a Cluster API cluster."""
     return (requests_of_discover(tmp_path_factory.mktemp("v1"))
-            | requests_of_discover(tmp_path_factory.mktemp("beta"), dra_versions=("v1beta2",)))
+            | requests_of_discover(tmp_path_factory.mktemp("beta"), dra_versions=("v1beta2",))
+            | requests_of_node_groups(tmp_path_factory.mktemp("capi")))
 
 
 def test_the_role_is_the_one_the_403_message_names():
