@@ -20,6 +20,8 @@ from gpufleet.config.k8s_types import (
 from gpufleet.k8s_names import INT32_MAX
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+#: The most nodes of one node group: the largest cluster Kubernetes documents as supported (5,000 nodes).
+MAX_CLUSTER_NODES = 5000
 
 
 class Taint(Model):
@@ -56,10 +58,11 @@ class PoolAutoscaling(Model):
     """Cluster-autoscaler bounds of a pool: it is a node group the autoscaler grows from its nodes now (`count`,
     or the listed `nodes`) up to `max` and never shrinks below `min`."""
 
-    min: int = Field(ge=0, le=INT32_MAX)
+    min: int = Field(ge=0, le=MAX_CLUSTER_NODES)
     """Fewest nodes (0: the pool may scale to zero; the autoscaler then adds nodes from the planned template)."""
-    max: int = Field(ge=1, le=INT32_MAX)
-    """Most nodes the autoscaler grows the pool to."""
+    max: int = Field(ge=1, le=MAX_CLUSTER_NODES)
+    """Most nodes the autoscaler grows the pool to (at most 5000, the most nodes Kubernetes supports in a
+    cluster)."""
 
     @model_validator(mode="after")
     def _bounds(self):

@@ -44,6 +44,8 @@ def test_listed_nodes_are_the_nodes_the_pool_has_now():
                  ["greater than or equal to 0", "-1"], id="negative min"),
     pytest.param(_pool(autoscaling={"min": 0, "max": 0}), "gpufleet:nodePools[0].autoscaling.max",
                  ["greater than or equal to 1", "0"], id="max zero"),
+    pytest.param(_pool(autoscaling={"min": 0, "max": 5001}), "gpufleet:nodePools[0].autoscaling.max",
+                 ["less than or equal to 5000", "5001"], id="max past the largest cluster"),
     pytest.param(_pool(autoscaling={"min": 0}), "gpufleet:nodePools[0].autoscaling.max", ["required"],
                  id="max missing"),
     pytest.param(_pool(autoscaling={"min": 0, "max": 2, "maxSize": 3}), "gpufleet:nodePools[0].autoscaling.maxSize",
