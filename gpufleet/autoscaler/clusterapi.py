@@ -275,20 +275,22 @@ def _template(obj: _Object, group: str, errors: list[str]) -> Node | None:
     return sanitized(node, group)
 
 
+_GPU_ANNOTATIONS = f"{GPU_COUNT} (GPUs per node) and {GPU_TYPE}: nvidia.com/gpu"
+
+
 def gpu_fix(obj: _Object) -> str:
     """What to set so that a node added from zero holds GPUs (for the reason of a group whose template has none)."""
     kind = obj.annotations.get(GPU_TYPE)
     said = (f" (gpu-type is {kind!r}: the autoscaler gives the node gpu-count of a resource by that name)"
             if kind and kind != "nvidia.com/gpu" else "")
-    return (f"set {GPU_COUNT} (GPUs per node) and {GPU_TYPE}: nvidia.com/gpu on {obj.kind} "
-            f"{obj.namespace}/{obj.name}{said}")
+    return f"set {_GPU_ANNOTATIONS} on {obj.kind} {obj.namespace}/{obj.name}{said}"
 
 
 def cannot_scale(obj: _Object) -> str:
     """Why a group with no node and no cpu and memory annotations never grows, and the fix."""
     return (f"the autoscaler cannot add a node to it from zero ({obj.kind} {obj.namespace}/{obj.name} has no "
             f"{CAPACITY}cpu and memory annotations and no registered node to copy; with 0 replicas it is no node "
-            f"group at all): set them, and {gpu_fix(obj)}")
+            f"group at all): set those two on it, and for GPUs {_GPU_ANNOTATIONS}")
 
 
 def _members(obj: _Object, machines: list[_Object] | None, nodes: dict[str, Node]) -> list[str]:

@@ -124,7 +124,8 @@ def test_a_group_with_no_capacity_annotations_and_no_node_never_grows_and_says_w
     reason = u["groups"]["MachineDeployment/ml/gpu-a100"]
     assert reason.startswith("the autoscaler cannot add a node to it from zero (MachineDeployment ml/gpu-a100 has "
                              "no capacity.cluster-autoscaler.kubernetes.io/cpu and memory annotations")
-    assert "set capacity.cluster-autoscaler.kubernetes.io/gpu-count" in reason
+    assert reason.endswith("set those two on it, and for GPUs capacity.cluster-autoscaler.kubernetes.io/gpu-count "
+                           "(GPUs per node) and capacity.cluster-autoscaler.kubernetes.io/gpu-type: nvidia.com/gpu")
 
 
 def test_a_groups_nodes_are_its_machines_nodes_and_its_template_is_copied_from_the_first(tmp_path):
