@@ -80,8 +80,8 @@ def test_a_workload_pending_now_runs_after_the_pool_scales_up(tmp_path):
     assert out.code == 0, out.err
     doc = json.loads(out.out)
     assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
-    assert doc["scaledFor"] == [{"workload": "Deployment/ml/infer",
-                                 "scaleUp": [{"nodeGroup": "a100", "nodes": 2, "pods": 2}]}]
+    assert [(s["workload"], s["scaleUp"]) for s in doc["scaledFor"]] == [
+        ("Deployment/ml/infer", [{"nodeGroup": "a100", "nodes": 2, "pods": 2}])]
     assert doc["unschedulable"] == []
 
 
@@ -96,7 +96,8 @@ def test_a_workload_past_the_pools_max_runs_only_partly_and_names_the_cap(tmp_pa
     out = check(tmp_path, [pool({"min": 1, "max": 3})], [inference(4)])
     assert out.code == 1
     [u] = json.loads(out.out)["unschedulable"]
-    assert (u["reason"], u["pending"], u["stoppedBy"]) == ("pending", 1, "a100: max node group size reached")
+    assert (u["pending"], u["scaleUp"], u["stoppedBy"]) == (
+        1, [{"nodeGroup": "a100", "pods": 2}], "a100: max node group size reached")
     assert "Scale-up places 2 of its 3 Pending pod(s)" in u["message"]
 
 
