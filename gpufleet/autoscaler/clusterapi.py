@@ -90,6 +90,9 @@ def cluster_api_items(docs: list, where: str) -> list[dict] | None:
         else:
             items.append((at, doc))
     if not any(is_cluster_api(item) for _, item in items):
+        if not items and any(isinstance(doc, dict) and "items" in doc for doc in docs):
+            raise InputError(f"{where}: no node groups: its List has no items (is it {WHAT} of a cluster without "
+                             "MachineDeployments?)")
         if len(docs) > 1 or any(_is_object(item) for _, item in items):
             raise InputError(f"{where}: expected a list of node groups or {WHAT} (MachineDeployment, MachineSet "
                              f"and Machine objects of {API_GROUP})")
@@ -98,10 +101,10 @@ def cluster_api_items(docs: list, where: str) -> list[dict] | None:
     for at, item in items:
         if not is_cluster_api(item):
             kind = item.get("kind") if isinstance(item, dict) else None
-            got = f"kind {kind!r}" if kind is not None else "a node group entry" if isinstance(item, dict) else (
-                type(item).__name__)
+            got = (f"kind {kind!r}" if kind is not None else type(item).__name__ if not isinstance(item, dict)
+                   else "a node group entry (a file holds node groups or Cluster API objects, not both)")
             errors.append(f"{at}: expected a {', '.join(KINDS)} of {API_GROUP} (this file is read as {WHAT}), "
-                          f"got {got}: a file holds node groups or Cluster API objects, not both")
+                          f"got {got}")
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
     return [item for _, item in items]

@@ -182,6 +182,7 @@ def test_a_file_mixing_cluster_api_objects_with_other_kinds_or_node_groups_exits
              "[1]: expected a MachineDeployment, MachineSet, Machine of cluster.x-k8s.io (this file is read as the "
              "output of `kubectl get machinedeployments,machinesets,machines -A -o json`), got a node group entry"),
             (listed(node("n-1")), "expected a list of node groups or the output of `kubectl get machinedeployments"),
+            (listed(), "no node groups: its List has no items"),
             (listed(machine_deployment("gpu", 0, "0", None)), "no node groups: none of its MachineDeployments or "
                                                              "MachineSets has a " + MAX_SIZE)):
         nodes_file, groups_file, app = write(tmp_path, nodes, mixed, [deployment("infer", 1)])
