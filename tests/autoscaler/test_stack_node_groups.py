@@ -11,8 +11,8 @@ import yaml
 
 from gpufleet.autoscaler.stack_groups import stack_node_groups
 from gpufleet.config.loading import parse_sections
-from tests.conftest import ROOT
 from tests.cli.run_inprocess import run
+from tests.conftest import ROOT
 
 A100 = {"product": "NVIDIA-A100-SXM4-80GB", "count": 1}
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
