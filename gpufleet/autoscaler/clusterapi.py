@@ -296,6 +296,14 @@ def cannot_scale(obj: _Object) -> str:
             f"group at all): set those two on it, and for GPUs {_GPU_ANNOTATIONS}")
 
 
+def _selector_ok(selector: Any) -> bool:
+    if not isinstance(selector, dict):
+        return False
+    labels, expressions = selector.get("matchLabels") or {}, selector.get("matchExpressions") or []
+    return (isinstance(labels, dict) and isinstance(expressions, list)
+            and all(isinstance(e, dict) and isinstance(e.get("values") or [], list) for e in expressions))
+
+
 def _members(obj: _Object, machines: list[_Object] | None, nodes: dict[str, Node]) -> list[str]:
     """The fleet's nodes that belong to the object's group (module docstring)."""
     if machines is None:
@@ -335,8 +343,9 @@ def node_groups_from_cluster_api(objects: list[dict], nodes: list[Node], where: 
         if sizes is None or replicas is None:
             continue
         name = f"{obj.kind}/{obj.namespace}/{obj.name}"
-        if machines is not None and not isinstance(obj.spec.get("selector"), dict):
-            errors.append(f"{obj.label}: spec.selector: missing (the autoscaler finds a group's Machines with it)")
+        if machines is not None and not _selector_ok(obj.spec.get("selector")):
+            errors.append(f"{obj.label}: spec.selector: {obj.spec.get('selector')!r} is not a label selector "
+                          "(matchLabels, matchExpressions): the autoscaler finds a group's Machines with it")
             continue
         members = _members(obj, machines, by_name)
         template = _template(obj, name, errors)

@@ -264,3 +264,23 @@ def test_node_groups_cluster_needs_a_live_cluster(tmp_path):
     nodes_file, _, app = write(tmp_path, [node("n-0")], "[]", [deployment("infer", 1)])
     out = run("check", "--nodes", nodes_file, "--node-groups", "cluster", app)
     assert out.code == 2 and "--node-groups cluster reads the live cluster's Cluster API node groups" in out.err
+
+
+_shape = st.recursive(st.one_of(st.none(), st.integers(-1, 3), st.text(max_size=4)),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(
+                          ["matchLabels", "matchExpressions", "key", "operator", "values", "name", "nodeRef",
+                           "labels", "kind"]), inner, max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_shape, _shape, _shape, _shape)
+def test_no_shape_of_selector_metadata_or_machine_status_crashes_the_reader(selector, metadata, status, spec):
+    md = machine_deployment("gpu", 1)
+    md["spec"]["selector"] = selector
+    m = machine("m-0", "gpu", "n-0")
+    m["status"], m["metadata"]["labels"] = status, metadata
+    odd = {"apiVersion": V1, "kind": "MachineSet", "metadata": metadata, "spec": spec}
+    try:
+        node_groups_from_cluster_api([md, m, odd], [node_from_object(node("n-0"))], "groups.json")
+    except InputError as e:
+        assert str(e) and "Traceback" not in str(e)
