@@ -144,3 +144,19 @@ def test_stack_and_nodes_are_two_sources(tmp_path):
 def test_check_without_manifests_or_stack_says_what_to_give():
     out = run("check")
     assert out.code == 2 and "give MANIFEST files or directories to check, or --stack NAME" in out.err
+
+
+def test_plan_passes_a_workload_that_runs_once_the_pool_grows(tmp_path):
+    out = run("plan", "--stack", "small", "--project-dir", project(tmp_path, [pool({"min": 1, "max": 3})],
+                                                                   [inference(2)]))
+    assert out.code == 0, out.out + out.err
+    assert "no violations" in out.out
+
+
+def test_plan_stops_a_workload_past_the_pools_max_in_the_verdicts_words(tmp_path):
+    out = run("plan", "--stack", "small", "--project-dir", project(tmp_path, [pool({"min": 1, "max": 3})],
+                                                                   [inference(4)]))
+    assert out.code == 1, out.out + out.err
+    assert "[mandatory] gpu-capacity-fit" in out.out
+    assert "the rest stay Pending: a100: max node group size reached" in out.out
+    assert "Expected it to fit the stack capacity (1 node(s) now; after scale-up of a100 up to 3)" in out.out
