@@ -44,7 +44,7 @@ class Unschedulable:
     rule of the policy pack refuses (`message` starts with `[<policy name>]`)."""
 
     workload: str
-    reason: Literal["rejected", "pending", "memory", "policy", "never"]
+    reason: Literal["rejected", "pending", "memory", "policy", "partly", "never"]
     pending: int
     message: str
     blocked: Blocked | None = None
@@ -62,6 +62,8 @@ class Unschedulable:
     """With node groups, when scale-up places some of its pods: per node group, its pods on the added nodes."""
     stopped_by: str = ""
     """With node groups, when scale-up places only some of its pods: what left the rest Pending."""
+    on_expendable_room: int = 0
+    """With node groups (`partly`): its pods placed where expendable pods are preempted for them."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "reason": self.reason, "pending": self.pending, "message": self.message}
@@ -69,6 +71,7 @@ class Unschedulable:
             out["groups"] = self.groups
         if self.scale_up is not None:
             out["scaleUp"] = [{"nodeGroup": g, "pods": n} for g, n in self.scale_up.items()]
+            out["onExpendableRoom"] = self.on_expendable_room
             out["stoppedBy"] = self.stopped_by
         if self.admitted is not None:
             out["admitted"] = self.admitted

@@ -58,20 +58,27 @@ class ScaleUpVerdicts:
     """Per workload Pending at first: per group, its pods on the added nodes."""
     nodes: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per workload Pending at first: per group, the added nodes its pods went to."""
+    freed: dict[str, int] = field(default_factory=dict)
+    """Per workload Pending at first: its pods placed on existing nodes where expendable pods run (the
+    autoscaler counts that room free, as preemption would make it)."""
 
     def lines(self) -> list[str]:
         """What the text output says of the scale-up, before the table."""
         if not self.plan.sizes:
-            return ["scale-up: none (every Pending pod fits the nodes there are, or no node group helps)"]
-        out = ["scale-up: " + ", ".join(f"{g} {a} -> {b} (+{b - a} node(s))" for g, (a, b) in self.plan.sizes.items())]
+            out = ["scale-up: none (every Pending pod fits the nodes there are, or no node group helps)"]
+        else:
+            out = ["scale-up: " + ", ".join(f"{g} {a} -> {b} (+{b - a} node(s))"
+                                           for g, (a, b) in self.plan.sizes.items())]
         for group, added, others in self.plan.picks:
             if others:
                 out.append(f"  expander {self.expander} picked {group} (+{added}) over {others}")
         for group, other, instead in self.plan.differ:
             out.append(f"  note: --expander {other} would pick {instead} where {self.expander} picked {group}")
         for w, by in self.after.items():
-            where = ", ".join(f"{g}: {n} pod(s) on {self.nodes[w].get(g, 0)} new node(s)" for g, n in by.items())
-            out.append(f"after scale-up: {w} runs ({where or 'where expendable pods are preempted for it'})")
+            where = [f"{g}: {n} pod(s) on {self.nodes[w].get(g, 0)} new node(s)" for g, n in by.items()]
+            if self.freed.get(w):
+                where.append(f"{self.freed[w]} pod(s) where expendable pods are preempted for it")
+            out.append(f"after scale-up: {w} runs ({', '.join(where)})")
         return out
 
     def to_json(self) -> dict:
@@ -79,7 +86,8 @@ class ScaleUpVerdicts:
                 "expander": self.expander,
                 "otherExpanders": [{"picked": g, "expander": e, "wouldPick": i} for g, e, i in self.plan.differ],
                 "scaledFor": [{"workload": w, "scaleUp": [{"nodeGroup": g, "nodes": self.nodes[w].get(g, 0), "pods": n}
-                                                          for g, n in by.items()]}
+                                                          for g, n in by.items()],
+                               "onExpendableRoom": self.freed.get(w, 0)}
                               for w, by in self.after.items()]}
 
 
@@ -149,6 +157,7 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
                 used[group_of[name]] = used.get(group_of[name], 0) + 1
         verdicts.nodes[p.workload] = used
         verdicts.went[p.workload] = went
+        verdicts.freed[p.workload] = sum(count for name, count in on.items() if name not in group_of)
         still = plan.still.get(p.workload, 0)
         if not still:
             verdicts.after[p.workload] = went
@@ -233,7 +242,8 @@ def _merged(first: CheckResult, verdicts: ScaleUpVerdicts) -> CheckResult:
             running, wanted, stop = verdicts.partly[u.workload]
             went = {g: n for g, n in verdicts.went.get(u.workload, {}).items() if n}
             out.unschedulable.append(replace(
-                u, pending=wanted - running, scale_up=went, stopped_by=stop, blocked=None,
+                u, reason="partly", pending=wanted - running, scale_up=went, stopped_by=stop, blocked=None,
+                on_expendable_room=verdicts.freed.get(u.workload, 0),
                 message=f"{u.message} Scale-up places {running} of its {wanted} Pending pod(s); the rest stay "
                         f"Pending: {stop}."))
         elif u.workload in verdicts.never:

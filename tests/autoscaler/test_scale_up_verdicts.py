@@ -23,7 +23,7 @@ def test_pods_that_fit_an_added_node_run_after_scale_up_and_the_check_passes(tmp
     doc = json.loads(out.out)
     assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 2}]
     assert doc["scaledFor"] == [{"workload": "Deployment/ml/infer",
-                                 "scaleUp": [{"nodeGroup": "a100", "nodes": 1, "pods": 2}]}]
+                                 "scaleUp": [{"nodeGroup": "a100", "nodes": 1, "pods": 2}], "onExpendableRoom": 0}]
     assert doc["unschedulable"] == []
 
 
@@ -40,7 +40,7 @@ def test_a_group_at_its_max_size_stops_the_rest_and_names_the_cap(tmp_path):
                 [{"name": "a100", "maxSize": 2, "template": {"like": "gpu-0"}}], [deployment("infer", 12)])
     assert out.code == 1
     [u] = json.loads(out.out)["unschedulable"]
-    assert u["reason"] == "pending" and u["pending"] == 4
+    assert u["reason"] == "partly" and u["pending"] == 4
     assert u["scaleUp"] == [{"nodeGroup": "a100", "pods": 4}]
     assert u["stoppedBy"] == "a100: max node group size reached"
 
@@ -158,6 +158,24 @@ def test_the_room_of_expendable_pods_counts_as_free_as_the_autoscaler_counts_it(
     doc = json.loads(out.out)
     assert doc["scaleUps"] == []
     assert [u["workload"] for u in doc["unschedulable"]] == []
+    assert doc["scaledFor"] == [{"workload": "Deployment/ml/infer", "scaleUp": [], "onExpendableRoom": 4}]
+
+
+def test_a_workload_placed_only_in_part_on_expendable_room_reads_partly_with_the_pods_placed_there(tmp_path):
+    low = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "scavenger"},
+           "value": -100}
+    # The scavenger's 4 pods fill gpu-0 and the group is at its max: 4 of the 6 inference pods run where the
+    # scavenger is preempted, the other 2 stay Pending; the verdict is partly, not never.
+    out = check(tmp_path, [node("gpu-0", labels=A100)],
+                [{"name": "a100", "maxSize": 1, "template": {"like": "gpu-0"}}],
+                [low, deployment("batch", 4, priorityClassName="scavenger"), deployment("infer", 6)])
+    assert out.code == 1
+    [u] = json.loads(out.out)["unschedulable"]
+    assert (u["reason"], u["pending"], u["scaleUp"], u["onExpendableRoom"]) == ("partly", 2, [], 4)
+    assert u["stoppedBy"] == "a100: max node group size reached"
+    text = run("check", "--nodes", tmp_path / "nodes.json", "--node-groups", tmp_path / "groups.yaml",
+               tmp_path / "app.yaml").out
+    assert "Scale-up places 4 of its 6 Pending pod(s)" in text and "partly" in text
 
 
 def test_a_note_says_where_another_expander_would_pick_another_group(tmp_path):
