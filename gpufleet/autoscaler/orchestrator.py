@@ -31,6 +31,11 @@ from gpufleet.capacity.model import Node
 GPU = "nvidia.com/gpu"
 MAX_GROUP = "max node group size reached"
 MAX_TOTAL = "max cluster size reached (--max-nodes-total)"
+#: The most nodes the simulation adds in all, whatever the groups' max sizes allow: Kubernetes' largest supported
+#: cluster (5,000 nodes, kubernetes.io/docs/setup/best-practices/cluster-large). The autoscaler itself has no
+#: such bound; no real answer needs more, and pods by the million are not simulated node by node.
+MOST_ADDED = 5000
+MOST_ADDED_REASON = "gpufleet adds at most 5,000 nodes in all (Kubernetes' largest supported cluster)"
 MAX_GPU = "max cluster gpu limit reached (--gpu-total)"
 EXPENDABLE = "priority below the expendable pods cutoff: the autoscaler does not scale up for it"
 NOT_READY = "not ready for scale-up"
@@ -148,6 +153,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             left.append(p)
     not_ready = {g.name for g in groups if unhealthy(g)}
     walk = _Walk()  # where the simulator's next search over nodes starts, kept across passes
+    grown = 0  # nodes added by the passes, in all
     freed_names = {f.node.name for f in freed}
     kept: dict[str, dict[str, int]] = {}  # pods on existing nodes freed of expendable pods: they stay there
     remaining = left
@@ -193,10 +199,10 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             if not fits:
                 continue
             room = (max_nodes_total - current) if max_nodes_total else MAX_NODES_PER_SCALEUP
-            limit = node_limit(MAX_NODES_PER_SCALEUP, g.max_size - target[g.name], room)
+            limit = node_limit(MAX_NODES_PER_SCALEUP, g.max_size - target[g.name], room, MOST_ADDED - grown)
             if limit <= 0:
                 for f in fits:
-                    plan.reasons.setdefault(f.workload, {})[g.name] = MAX_TOTAL
+                    plan.reasons.setdefault(f.workload, {})[g.name] = MAX_TOTAL if room <= 0 else MOST_ADDED_REASON
                 continue
             count, placed = estimate(fits, partial(made.fresh, g), limit)
             if count and placed:
@@ -221,6 +227,8 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
             new, cap = (gpu_total[1] - gpus_now) // per_node, MAX_GPU
         if target[group.name] + new > group.max_size:
             new, cap = group.max_size - target[group.name], MAX_GROUP
+        if grown + new > MOST_ADDED:
+            new, cap = MOST_ADDED - grown, MOST_ADDED_REASON
         if new <= 0:
             break
         if cap:
@@ -230,6 +238,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         plan.picks.append((group.name, new, others))
         before = plan.sizes.get(group.name, (target[group.name], 0))[0]
         target[group.name] += new
+        grown += new
         plan.sizes[group.name] = (before, target[group.name])
         for _ in range(new):
             _add(plan, made, on_way, group)

@@ -20,6 +20,7 @@ from gpufleet.autoscaler.orchestrator import (
     MAX_GPU,
     MAX_GROUP,
     MAX_TOTAL,
+    MOST_ADDED,
     Pending,
     ScaleUpPlan,
     plan_scale_up,
@@ -310,6 +311,10 @@ def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list
     return GrownFleet([*nodes, *added], [*pods, *held], per_group, most, capped_by, per_gpu)
 
 
+#: `grown_fleet` adds no more nodes in all than the scale-up loop does (orchestrator.MOST_ADDED).
+MOST_ADDED_NAME = f"{MOST_ADDED:,} nodes added (Kubernetes' largest supported cluster)"
+
+
 def _within_caps(nodes: list[Node], groups: list[NodeGroup], wanted: dict[str, int],
                  options: ScaleUpOptions | None, copies) -> tuple[dict[str, int], tuple[str, ...]]:
     """Nodes each group adds above its target size within --max-nodes-total and --gpu-total's MAX, and the
@@ -318,14 +323,17 @@ def _within_caps(nodes: list[Node], groups: list[NodeGroup], wanted: dict[str, i
 
     total = options.max_nodes_total if options is not None else 0
     gpu_max = options.gpu_total[1] if options is not None and options.gpu_total is not None else None
-    if not total and gpu_max is None:
+    if not total and gpu_max is None and sum(wanted.values()) <= MOST_ADDED:
         return dict(wanted), ()
     members = {name for g in groups for name in g.members}
     infinite = float("inf")
     node_room = total - len(nodes) - sum(g.upcoming for g in groups) if total else infinite
+    cap_name = f"--max-nodes-total {total}"
+    if node_room > MOST_ADDED:
+        node_room, cap_name = MOST_ADDED, MOST_ADDED_NAME
     gpu_room = (gpu_max - sum(_gpus(n) for n in nodes if n.name not in members)
                 - sum(g.target_size * _gpus(g.template) for g in groups)) if gpu_max is not None else infinite
-    names = {"nodes": f"--max-nodes-total {total}",
+    names = {"nodes": cap_name,
              "gpus": f"--gpu-total {options.gpu_total[0]}:{gpu_max}" if options and options.gpu_total else ""}
     growing = [g for g in groups if wanted[g.name]]
     if len(growing) > 1:  # a stable sort: ties stay in the file's order

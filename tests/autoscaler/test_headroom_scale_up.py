@@ -110,3 +110,15 @@ def test_caps_without_node_groups_exit_2(tmp_path):
     nodes_file, _, probe = _ten_nodes_and_groups(tmp_path, [])
     out = run("headroom", "--probe", probe, "--nodes", nodes_file, "--max-nodes-total", "12")
     assert out.code == 2 and "--max-nodes-total go(es) with --node-groups FILE" in out.err
+
+
+def test_a_group_max_size_of_millions_grows_no_further_than_the_largest_supported_cluster(tmp_path):
+    # Built node by node, a max size of a billion never answered; the growth stops at 5,000 nodes added, and
+    # the answer says "at most" and names that bound.
+    groups = [{"name": "a100", "maxSize": 1_000_000_000, "template": template(gpus=8)}]
+    nodes_file, groups_file, probe = write(tmp_path, [node("cpu-0", gpus=0)], groups, [deployment("p", 1)])
+    out = run("headroom", "--probe", probe, "--nodes", nodes_file, "--node-groups", groups_file, "--json")
+    assert out.code == 0, out.err
+    grown = json.loads(out.out)["withScaleUp"]
+    assert grown["nodesAdded"] == {"a100": 5000} and grown["instances"] == 5000 * 8
+    assert grown["cappedBy"] == ["5,000 nodes added (Kubernetes' largest supported cluster)"]

@@ -203,3 +203,17 @@ def test_nodes_on_their_way_take_pods_one_a_node_per_round_as_the_autoscaler_wal
                 [filler, heavy, many])
     doc = json.loads(out.out)
     assert doc["unschedulable"] == [] and doc["scaleUps"] == [] and out.code == 0
+
+
+def test_millions_of_pending_pods_stop_at_the_largest_supported_cluster_and_say_so(tmp_path):
+    # 10 million one-GPU pods on a group of max size a billion: the simulation adds 5,000 nodes of 8 GPUs and
+    # names that bound, instead of adding nodes by the million.
+    out = check(tmp_path, [node("cpu-0", gpus=0)],
+                [{"name": "a100", "maxSize": 1_000_000_000, "template": template(gpus=8)}],
+                [deployment("many", 10_000_000)])
+    assert out.code == 1
+    doc = json.loads(out.out)
+    assert doc["scaleUps"] == [{"nodeGroup": "a100", "from": 0, "to": 5000}]
+    [u] = doc["unschedulable"]
+    assert (u["reason"], u["pending"]) == ("partly", 10_000_000 - 40_000)
+    assert "at most 5,000 nodes" in u["stoppedBy"]
