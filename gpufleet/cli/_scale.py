@@ -23,6 +23,13 @@ ExpendableCutoffOption = Annotated[int, typer.Option(
     "--expendable-pods-priority-cutoff", help="With --node-groups: pods of lower priority are not scaled up for.")]
 
 
+def options_need_groups(stack: str) -> InputError:
+    """The error for the autoscaler's options given on a stack that has no node group."""
+    return InputError(f"the autoscaler's options (--expander, --max-nodes-total, --gpu-total, "
+                      f"--expendable-pods-priority-cutoff) go with node groups: stack {stack} has no autoscaled "
+                      "node pool (nodePools[].autoscaling) and no --node-groups FILE was given")
+
+
 def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, max_nodes_total: int = 0,
                   gpu_total: str | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF, *,
                   stack: bool = False):

@@ -19,6 +19,7 @@ from gpufleet.cli._scale import (
     ExpendableCutoffOption,
     GpuTotalOption,
     MaxNodesTotalOption,
+    options_need_groups,
     scale_options,
 )
 from gpufleet.cli.discover import (
@@ -256,9 +257,7 @@ def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extend
     if scale[0] is not None:
         groups = joined_groups(groups, read_groups(scale[0], nodes))
     if not groups and scale[1] != ScaleUpOptions():
-        raise InputError(f"the autoscaler's options (--expander, --max-nodes-total, --gpu-total, "
-                         f"--expendable-pods-priority-cutoff) go with node groups: stack {name} has no autoscaled "
-                         "node pool (nodePools[].autoscaling) and no --node-groups FILE was given")
+        raise options_need_groups(name)
     ert = extended_resource_toleration or cfg.cluster.extended_resource_toleration
     return with_origin(docs, lambda: _checked(nodes, [], planned, docs, ert, groups or None, scale[1]))
 

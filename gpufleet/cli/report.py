@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from gpufleet.cli import _scale
 from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
 from gpufleet.cli.discover import (
     DEFAULT_CHUNK,
@@ -35,7 +36,11 @@ def _summary_is_ours(text: str) -> bool:
     return text.startswith(SUMMARY_MARK)
 
 
-def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, None, DEFAULT_TIMEOUT, DEFAULT_CHUNK)):
+def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, None, DEFAULT_TIMEOUT, DEFAULT_CHUNK),
+           scale=None):
+    """The report of a stack or of nodes and manifests; `scale`: (`--node-groups` source or None,
+    ScaleUpOptions), as `scale_options(..., stack=...)` gives it, or None."""
+    from gpufleet.cli._node_groups import read_groups
     from gpufleet.report import report_of, stack_report
 
     kubeconfig, context = live_options[:2]
@@ -50,7 +55,14 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
         loaded = load_stack(stack, project_dir)
         for warning in loaded.warnings:
             typer.echo(f"warning: {warning}", err=True)
-        return stack_report(stack, loaded.config)
+        source, options = scale if scale is not None else (None, None)
+        report = stack_report(stack, loaded.config, None if source is None else lambda planned: read_groups(
+            source, planned), options)
+        from gpufleet.scheduling.scaleup import ScaleUpOptions
+
+        if report.scale_up is None and options not in (None, ScaleUpOptions()):
+            raise _scale.options_need_groups(stack)
+        return report
     from gpufleet.cli.check import capacity_source, read_inputs, with_origin
 
     # exactly what `check` accepts and refuses; no MANIFEST is a map of what already runs
@@ -60,8 +72,12 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
                                        "[--pods FILE]")
     objects = cap.objects + [d.obj for d in docs]  # DRA objects from capacity.json or --pods go with the manifests
     title = f"nodes {nodes.name}" if nodes is not None else f"cluster {getattr(live, 'server', '') or 'live'}"
+    groups = None
+    if scale is not None:  # none in the live cluster: a report without scale-up, as `check` says
+        found = read_groups(scale[0], cap.nodes, live)
+        groups = (found, scale[1]) if found else None
     return with_origin(docs, lambda: report_of(title, cap.nodes, cap.pods, objects,
-                                               extended_resource_toleration=ert))
+                                               extended_resource_toleration=ert, scale=groups))
 
 
 def command(
@@ -87,6 +103,14 @@ def command(
     context: ContextOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
+    node_groups: Annotated[Path | None, typer.Option(
+        "--node-groups", metavar="FILE",
+        help="Node groups the cluster autoscaler may grow (as `check --node-groups`): verdicts after scale-up, "
+             "and the nodes it adds drawn apart, per group, with their pods (docs/autoscaling.md).")] = None,
+    expander: _scale.ExpanderOption = _scale.DEFAULT_EXPANDER,
+    max_nodes_total: _scale.MaxNodesTotalOption = 0,
+    gpu_total: _scale.GpuTotalOption = None,
+    expendable_cutoff: _scale.ExpendableCutoffOption = _scale.DEFAULT_EXPENDABLE_CUTOFF,
 ) -> None:
     """Draw which pod lands on which node, GPU, MIG slice or share, what stays free and what pends. Exit 0 / 2."""
     from gpufleet.report import render_html, summary_markdown
@@ -94,13 +118,15 @@ def command(
     try:
         from gpufleet.outdir import check_own_file, write_own_file
 
+        scale = _scale.scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff,
+                              stack=stack is not None)
         check_own_file(out, _page_is_ours, "report page", force)
         if summary is not None:
             check_own_file(summary, _summary_is_ours, "report summary", force)
             if summary.resolve() == out.resolve():
                 raise InputError(f"--summary {summary}: is the same file as --out")
         report = _build(stack, project_dir, nodes, pods, manifests or [], extended_resource_toleration,
-                        (kubeconfig, context, request_timeout, chunk_size))
+                        (kubeconfig, context, request_timeout, chunk_size), scale)
         page = render_html(report)
         markdown = SUMMARY_MARK + "\n" + summary_markdown(report) if summary is not None else None
         write_own_file(out, page, _page_is_ours, "report page", force)
@@ -113,4 +139,6 @@ def command(
         print(f"{e.filename or out}: cannot write: {e.strerror}", file=sys.stderr)
         raise SystemExit(2) from e
     pending = len(report.not_running)
-    typer.echo(f"Wrote {out} ({report.nodes} node(s), {len(report.workloads)} workload(s), {pending} not running)")
+    added = f", {report.nodes_added} node(s) to be added by the autoscaler" if report.scale_up is not None else ""
+    typer.echo(f"Wrote {out} ({report.nodes} node(s), {len(report.workloads)} workload(s), {pending} not running"
+               f"{added})")

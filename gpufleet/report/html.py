@@ -6,7 +6,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from gpufleet.report.model import FleetReport, GpuView, NodeRow, WorkloadView
+from gpufleet.report.model import FleetReport, GpuView, NodeRow, PoolView, WorkloadView
 
 GPU_W, GPU_H, GPU_GAP, LABEL_H = 168, 84, 12, 14  # 21 px per memory slice, 12 per compute slice
 WHOLE_W = 96  # a GPU with no MIG instances has no slices to draw to scale: narrower, so 8 fit on a line
@@ -106,15 +106,23 @@ def _environment() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
+def _pool(p: PoolView, workloads: list[WorkloadView]) -> dict:
+    return {"name": p.name, "nodes": p.nodes, "gpus": p.gpus, "gpus_used": p.gpus_used, "mig": p.mig_slices,
+            "mig_used": p.mig_slices_used, "shares": p.shares, "shares_used": p.shares_used,
+            "rows": [_row(r, workloads) for r in p.rows]}
+
+
 def render_html(report: FleetReport) -> str:
-    """The page. Every string from the input is escaped (autoescape); shapes carry class `gpu` or `unit`."""
+    """The page. Every string from the input is escaped (autoescape); shapes carry class `gpu` or `unit`; the
+    nodes to be added by the autoscaler are in section `scale-up`, their drawings of class `node new`."""
     workloads = report.workloads
     colours = [RUNNING_COLOUR if w.verdict == "running" else colour(w.index) for w in workloads]
-    pools = [{"name": p.name, "nodes": p.nodes, "gpus": p.gpus, "gpus_used": p.gpus_used,
-              "mig": p.mig_slices, "mig_used": p.mig_slices_used, "shares": p.shares, "shares_used": p.shares_used,
-              "pending": report.pending_in(p.name), "rows": [_row(r, workloads) for r in p.rows]} for p in report.pools]
+    pools = [{**_pool(p, workloads), "pending": report.pending_in(p.name)} for p in report.pools]
+    added = [{**_pool(g.pool, workloads), "before": g.before, "after": g.after, "on_their_way": g.on_their_way,
+              "new": g.pool.nodes - g.on_their_way} for g in report.added]
     return _environment().get_template("report.html.j2").render(
         title=report.title, pools=pools, gpu_h=GPU_H, label_h=LABEL_H, workloads=workloads, colours=colours,
         bars={w.index: _bar(w) for w in workloads}, not_running=report.not_running, warnings=report.warnings,
-        headroom=report.headroom,
+        after_scale_up=report.after_scale_up,
+        headroom=report.headroom, scale_up=report.scale_up, added=added, nodes_added=report.nodes_added,
         nodes=report.nodes, gpus=sum(p["gpus"] for p in pools), gpus_used=sum(p["gpus_used"] for p in pools))

@@ -5,6 +5,8 @@ Which node a workload's pods land on is the check's packing placement. Which GPU
 pod gets is not modelled (the device plugin decides at run time): pods take free units in order, first
 workload first, first GPU first, lowest slice first. Only the counts per node are the scheduler's.
 Nodes of a pool whose GPUs, units and placed workloads are identical collapse into one row with a count.
+With node groups, the nodes cluster-autoscaler's scale-up adds (and those on their way) are drawn apart, per
+group, with the pods its simulation puts on them (gpufleet.scheduling.scaleup).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.memory_budget import node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
@@ -22,10 +25,16 @@ from gpufleet.scheduler.filters import pod_terms, static_failure
 from gpufleet.scheduling.result import CheckResult, Unschedulable
 from gpufleet.scheduling.result import Warning as CheckWarning
 
+if TYPE_CHECKING:
+    from gpufleet.autoscaler.nodegroups import NodeGroup
+    from gpufleet.scheduling.scaleup import ScaleUpVerdicts
+
 #: Node labels that name a node's pool, most specific first (managed Kubernetes services, Karpenter).
 POOL_LABELS = ("gpufleet.io/node-pool", "agentpool", "kubernetes.azure.com/agentpool", "cloud.google.com/gke-nodepool",
                "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
 RUNNING = "pods already running"
+AFTER_SCALE_UP = "after scale-up"
+NOT_RUNNING = ("pending", "partly", "never", "rejected", "memory")
 DEFAULT_SCHEDULER = "default-scheduler"  # the only scheduler whose rules the check models
 ROW_NAMES_SHOWN = 3
 
@@ -57,12 +66,18 @@ class WorkloadView:
     expected_mib: int | None = None
     budget_mib: int | None = None
     budget_what: str = ""
-    verdict: str = "placed"  # placed | may pend | partly | pending | rejected | not checked | no GPU | running
+    #: placed | may pend | partly | pending | rejected | not checked | no GPU | running; with node groups also
+    #: after scale-up | never (no node group helps its Pending pods)
+    verdict: str = "placed"
     message: str = ""
     pools: tuple[str, ...] = ()  # for pods left pending: the pools whose nodes pass its taint/selector filters
     held_by: str = ""  # for pods left pending: who holds the nodes it could use (the check's blockedBy)
     fix: str = ""
     model: ModelBar | None = None
+    added: int = 0
+    """With node groups: its pods the scale-up places (on the nodes it adds, or where expendable pods leave)."""
+    stopped_by: str = ""
+    """With node groups, when the scale-up places only some of its Pending pods: what left the rest Pending."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +152,21 @@ class PoolView:
 
 
 @dataclass
+class AddedGroup:
+    """A node group's nodes that are not there yet: those its scale-up adds and those already on their way."""
+
+    name: str
+    before: int
+    """Its target size before the scale-up."""
+    after: int
+    """Its target size after."""
+    on_their_way: int
+    """Nodes it had asked for before the scale-up and that have not registered yet."""
+    pool: PoolView
+    """The nodes, drawn as a pool's, with the pods the autoscaler's simulation puts on them."""
+
+
+@dataclass
 class FleetReport:
     title: str
     pools: list[PoolView]
@@ -145,14 +175,28 @@ class FleetReport:
     #: How many more of each standard shape fit after the workloads (gpufleet.scheduling.headroom):
     #: (shape, tolerates the GPU taint, instances, least, most).
     headroom: list[tuple[str, bool, int, int, int]] = field(default_factory=list)
+    #: With node groups: what the autoscaler decides, in `check --node-groups`'s words (None without them).
+    scale_up: list[str] | None = None
+    #: With node groups: per group that gets nodes, the nodes to be added.
+    added: list[AddedGroup] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
+        """The nodes there are (not those to be added)."""
         return sum(p.nodes for p in self.pools)
 
     @property
+    def nodes_added(self) -> int:
+        return sum(g.pool.nodes for g in self.added)
+
+    @property
     def not_running(self) -> list[WorkloadView]:
-        return [w for w in self.workloads if w.verdict in ("pending", "partly", "rejected", "memory")]
+        return [w for w in self.workloads if w.verdict in NOT_RUNNING]
+
+    @property
+    def after_scale_up(self) -> list[WorkloadView]:
+        """Workloads Pending now that run in full once the node groups grew."""
+        return [w for w in self.workloads if w.verdict == AFTER_SCALE_UP]
 
     def pending_in(self, pool: str) -> list[WorkloadView]:
         """Workloads with pods left pending that only lack capacity here (the pool's nodes pass their filters)."""
@@ -259,11 +303,13 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
                  result: CheckResult, pool_of: dict[str, str] | None = None, *,
                  extended_resource_toleration: bool = False,
                  dra_gpus: dict[str, list[tuple[str, Gpu]]] | None = None,
-                 dra_claimed: frozenset[str] = frozenset()) -> FleetReport:
+                 dra_claimed: frozenset[str] = frozenset(), scale_up: ScaleUpVerdicts | None = None,
+                 groups: Sequence[NodeGroup] = ()) -> FleetReport:
     """The report of a check: `workloads` as checked (input order), `result` from `check_workloads`.
     `dra_gpus`: per node, the GPUs its ResourceSlices publish (`devices.dra_gpus`), drawn where the node
     advertises none; `dra_claimed`: the device labels (driver/pool/name) of existing claims' allocations,
-    drawn as RUNNING's."""
+    drawn as RUNNING's. `scale_up` (with `result` from `check_with_scale_up`) and the node `groups` it grew:
+    the verdicts after scale-up, and the nodes to be added drawn apart."""
     ert = extended_resource_toleration
 
     def pool_name(node: Node) -> str:
@@ -276,7 +322,10 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     for key, node_name, n in result.placements:
         placed.setdefault(key, []).append((node_name, n))
     node_by_name = {n.name: n for n in nodes}
+    if scale_up is not None:
+        node_by_name.update({n.name: n for _, n in scale_up.plan.added})
     verdicts = _verdicts(result)
+    scaled = _scaled(scale_up)
     blocked = _blocked(result)
     published = dra_gpus or {}
     drawn = {n.name: published[n.name] for n in nodes if n.name in published and not node_gpus(n)}
@@ -293,8 +342,14 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             request = ((DRA_CLAIM, per_pod),)
         where = placed.get(key, [])
         n_placed = sum(n for _, n in where)
-        verdict, message = "placed", ""
-        if key in verdicts:
+        first = where[0][0] if where else None  # the node whose GPU share the memory bar shows
+        if first is None and scale_up is not None:  # it runs only where the scale-up makes room
+            first = next(iter(scale_up.plan.placed.get(key, {})), None)
+        verdict, message, added, stopped_by = "placed", "", 0, ""
+        if key in scaled:
+            verdict, added, stopped_by = scaled[key]
+            message = verdicts[key][1] if key in verdicts else ""
+        elif key in verdicts:
             reason, message, pending = verdicts[key]
             verdict = reason if reason == "rejected" or pending >= w.replicas else "partly"
         elif (w.spec.get("schedulerName") or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
@@ -303,13 +358,14 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             verdict = "no GPU"
         elif n_placed < w.replicas:
             verdict = "may pend"  # fits only under another placement: the check's warning says which
-        budget = node_gpu_memory(node_by_name[where[0][0]], requests) if where and request else None
-        passing = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly") else ()
+        budget = node_gpu_memory(node_by_name[first], requests) if first in node_by_name and request else None
+        passing = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly", "never") \
+            else ()
         held_by, fix = blocked.get(key, ("", ""))
-        bar = _model_bar(w, node_by_name[where[0][0]], requests) if where and request else None
+        bar = _model_bar(w, node_by_name[first], requests) if first in node_by_name and request else None
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,
                                   budget[0] if budget else None, budget[2] if budget else "", verdict, message,
-                                  passing, held_by, fix, bar))
+                                  passing, held_by, fix, bar, added, stopped_by))
     running_index = None
     per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
     if running or RUNNING in dra:
@@ -321,18 +377,35 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         for node_name, n in placed.get(view.key, []):
             per_node.setdefault(node_name, []).extend([(view.index, view.gpu_request)] * n)
     index_of = {v.key: v.index for v in views}
+
+    def claims_on(node: str) -> dict[int, list[int]]:
+        """GPU index -> the workloads whose DRA claims hold it (a GPU their claims share is split between them)."""
+        claimed: dict[int, list[int]] = {}
+        for key, devices in dra.items():
+            for g in devices.get(node, []):
+                users = claimed.setdefault(g, [])
+                if key in index_of and index_of[key] not in users:
+                    users.append(index_of[key])
+        return claimed
+
+    pools = _pool_views(nodes, per_node, pool_name, claims_on, drawn)
+    to_add = _added_groups(scale_up, groups, views[:running_index]) if scale_up is not None else []
+    warnings = [(w.workload, w.message) for w in result.warnings]
+    return FleetReport(title, pools, views, warnings, scale_up=scale_up.lines() if scale_up is not None else None,
+                       added=to_add)
+
+
+def _pool_views(nodes: Sequence[Node], per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]],
+                pool_name, claims_on=None, drawn: dict[str, list[tuple[str, Gpu]]] | None = None) -> list[PoolView]:
+    """The nodes per pool, each with the pods `per_node` puts on it (workload index, GPU request) on the units
+    of its GPUs (`claims_on(node)`: the GPUs DRA claims hold), identical nodes of a pool in one row."""
     pools: dict[str, PoolView] = {}
     rows: dict[tuple, NodeRow] = {}
     for node in nodes:
         pool = pool_name(node)
         pods = per_node.get(node.name, [])
-        claimed: dict[int, list[int]] = {}
-        for key, devices in dra.items():  # a GPU several workloads' claims share is drawn split between them
-            for g in devices.get(node.name, []):
-                users = claimed.setdefault(g, [])
-                if key in index_of and index_of[key] not in users:
-                    users.append(index_of[key])
-        gpus = _assign(node_gpus(node) or [gpu for _, gpu in drawn.get(node.name, ())], pods, claimed)
+        gpus = _assign(node_gpus(node) or [gpu for _, gpu in (drawn or {}).get(node.name, ())], pods,
+                       claims_on(node.name) if claims_on is not None else None)
         counts: dict[int, int] = {}
         for index, _ in pods:
             counts[index] = counts.get(index, 0) + 1
@@ -344,9 +417,42 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         row.names.append(node.name)
     for pool_view in pools.values():  # busiest rows first: where the scheduler put pods is not where nodes are listed
         pool_view.rows.sort(key=lambda r: -sum(r.pods.values()))
-    warnings = [(w.workload, w.message) for w in result.warnings]
-    return FleetReport(title, list(pools.values()), views, warnings)
+    return list(pools.values())
 
+
+def _scaled(scale_up: ScaleUpVerdicts | None) -> dict[str, tuple[str, int, str]]:
+    """Workload Pending at first -> (its verdict after scale-up, its pods the scale-up places, what stopped
+    the rest), as `check --node-groups` says them."""
+    if scale_up is None:
+        return {}
+    placed = {w: sum(on.values()) for w, on in scale_up.plan.placed.items()}
+    out = {w: (AFTER_SCALE_UP, placed.get(w, 0), "") for w in scale_up.after}
+    out.update({w: ("partly", running, stop) for w, (running, _, stop) in scale_up.partly.items()})
+    out.update({w: ("never", 0, "") for w in scale_up.never})
+    return out
+
+
+def _added_groups(scale_up: ScaleUpVerdicts, groups: Sequence[NodeGroup],
+                  views: Sequence[WorkloadView]) -> list[AddedGroup]:
+    """Per group with nodes to be added (by the scale-up, or on their way), in the order they come: those
+    nodes, with the pods the autoscaler's simulation put on them."""
+    plan = scale_up.plan
+    new: dict[str, list[Node]] = {}
+    for group_name, node in plan.added:
+        new.setdefault(group_name, []).append(node)
+    per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
+    for view in views:
+        for name, n in plan.placed.get(view.key, {}).items():
+            per_node.setdefault(name, []).extend([(view.index, view.gpu_request)] * n)
+    by_name = {g.name: g for g in groups}
+    out = []
+    for name, members in new.items():
+        group = by_name.get(name)
+        target = group.target_size if group is not None else 0
+        before, after = plan.sizes.get(name, (target, target))
+        pool = _pool_views(members, per_node, lambda node, name=name: name)[0]
+        out.append(AddedGroup(name, before, after, group.upcoming if group is not None else 0, pool))
+    return out
 
 def _model_bar(w, node: Node, requests: dict[str, int]) -> ModelBar | None:
     """The engine's start-up of a workload's model on the node it landed on; None without a usable model."""

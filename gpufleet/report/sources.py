@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.stack import capacity_from_stack, node_names, planned_dra_objects
@@ -14,16 +15,30 @@ from gpufleet.report.devices import dra_gpus
 from gpufleet.report.model import FleetReport, build_report
 from gpufleet.scheduling import check_workloads, workloads_of
 
+if TYPE_CHECKING:
+    from gpufleet.autoscaler.nodegroups import NodeGroup
+    from gpufleet.scheduling.scaleup import ScaleUpOptions
+
 
 def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],
-              pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False) -> FleetReport:
-    """Run the `gpufleet check` engine and draw what it placed."""
+              pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False,
+              scale: tuple[list[NodeGroup], ScaleUpOptions] | None = None) -> FleetReport:
+    """Run the `gpufleet check` engine and draw what it placed; with `scale` (node groups and the autoscaler's
+    options), as `check --node-groups` runs it, with the nodes the scale-up adds drawn apart."""
     from gpufleet.scheduling.headroom import headroom_table
 
-    result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
+    verdicts = None
+    if scale is None:
+        result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
+    else:
+        from gpufleet.scheduling.scaleup import check_with_scale_up
+
+        result, verdicts = check_with_scale_up(list(nodes), list(running), manifests, scale[0], scale[1],
+                                               extended_resource_toleration=extended_resource_toleration)
     report = build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
                           extended_resource_toleration=extended_resource_toleration,
-                          dra_gpus=dra_gpus(nodes, manifests), dra_claimed=_claimed(manifests))
+                          dra_gpus=dra_gpus(nodes, manifests), dra_claimed=_claimed(manifests),
+                          scale_up=verdicts, groups=scale[0] if scale is not None else ())
     report.headroom = [(shape.label, shape.tolerates, h.instances, *h.instances_range)
                        for shape, h in headroom_table(nodes, running, manifests,
                                                       extended_resource_toleration=extended_resource_toleration)]
@@ -48,8 +63,18 @@ def stack_inputs(cfg: StackConfig) -> tuple[list[Node], list[dict]]:
     return capacity_from_stack(cfg), manifests
 
 
-def stack_report(name: str, cfg: StackConfig) -> FleetReport:
-    """A stack's workloads on its node pools as planned (`stack_inputs`)."""
+def stack_report(name: str, cfg: StackConfig, more_groups: Callable[[list[Node]], list[NodeGroup]] | None = None,
+                 options: ScaleUpOptions | None = None) -> FleetReport:
+    """A stack's workloads on its node pools as planned (`stack_inputs`). The stack's autoscaled pools
+    (`nodePools[].autoscaling`) are node groups, with `more_groups(planned nodes)` (a `--node-groups` file,
+    whose `like:` templates name planned nodes); with any, the report is after their scale-up (`options`)."""
+    from gpufleet.autoscaler.stack_groups import joined_groups, stack_node_groups
+    from gpufleet.scheduling.scaleup import ScaleUpOptions
+
     nodes, manifests = stack_inputs(cfg)
     pool_of = {node: pool.name for pool in cfg.node_pools for node in node_names(pool)}
-    return report_of(f"stack {name}", nodes, [], manifests, pool_of)
+    groups = stack_node_groups(cfg)
+    if more_groups is not None:
+        groups = joined_groups(groups, more_groups(nodes))
+    return report_of(f"stack {name}", nodes, [], manifests, pool_of,
+                     scale=(groups, options or ScaleUpOptions()) if groups else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufleet.report.model import FleetReport
+from gpufleet.report.model import AddedGroup, FleetReport
 
 
 def _cell(text: str) -> str:
@@ -10,9 +10,32 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _scale_up(report: FleetReport) -> list[str]:
+    """With node groups: per group, its size before and after, the nodes to be added, their GPUs and the pods
+    placed there; then the autoscaler's decisions in `check`'s words."""
+    lines = ["", "Scale-up (cluster-autoscaler, `--node-groups`): the nodes to be added", ""]
+    if report.added:
+        lines += ["| node group | size | nodes to be added | GPUs used | GPUs free | pods placed there |",
+                  "|---|---|---:|---:|---:|---|"]
+        for g in report.added:
+            lines.append(f"| {_cell(g.name)} | {g.before} → {g.after} | {g.pool.nodes} | {g.pool.gpus_used} | "
+                         f"{g.pool.gpus - g.pool.gpus_used} | {_pods_on(report, g) or 'none'} |")
+        lines.append("")
+    return lines + [f"- {_cell(line)}" for line in report.scale_up or ()]
+
+
+def _pods_on(report: FleetReport, group: AddedGroup) -> str:
+    pods: dict[int, int] = {}
+    for row in group.pool.rows:
+        for index, n in row.pods.items():
+            pods[index] = pods.get(index, 0) + n * row.count
+    return ", ".join(f"`{_cell(report.workloads[i].key)}` {n}" for i, n in sorted(pods.items()))
+
+
 def summary_markdown(report: FleetReport) -> str:
     """Per pool: nodes, GPUs used/free, MIG slices used/free, shares used/free and the workloads pending for
-    lack of room there (their taint and selector filters pass on the pool's nodes); then what does not run."""
+    lack of room there (their taint and selector filters pass on the pool's nodes); with node groups, the
+    nodes to be added per group; then what does not run, and what runs only after scale-up."""
     lines = [f"### GPU fleet: {_cell(report.title)}", "",
              "| pool | nodes | GPUs used | GPUs free | MIG slices used | MIG slices free | shares used | shares free "
              "| pending workloads |",
@@ -21,18 +44,27 @@ def summary_markdown(report: FleetReport) -> str:
         waiting = ", ".join(f"`{_cell(w.key)}`" for w in report.pending_in(p.name)) or "none"
         lines.append(f"| {_cell(p.name)} | {p.nodes} | {p.gpus_used} | {p.gpus - p.gpus_used} | {p.mig_slices_used} | "
                      f"{p.mig_slices - p.mig_slices_used} | {p.shares_used} | {p.shares - p.shares_used} | {waiting} |")
+    if report.scale_up is not None:
+        lines += _scale_up(report)
     lines.append("")
     pending = report.not_running
     if pending:
         lines.append(f"**{len(pending)} workload(s) will not run:**")
         lines.append("")
         for view in pending:
-            lines.append(f"- `{_cell(view.key)}` {view.verdict}, {view.placed} of {view.wanted} pod(s) placed: "
-                         f"{_cell(view.message)}")
+            stop = f" ({_cell(view.stopped_by)})" if view.stopped_by else ""
+            more = f", {view.added} more after scale-up" if view.added else ""
+            lines.append(f"- `{_cell(view.key)}` {view.verdict}{stop}, {view.placed} of {view.wanted} pod(s) placed"
+                         f"{more}: {_cell(view.message)}")
             if view.held_by:
                 lines.append(f"  why: {_cell(view.held_by)}; fix: {_cell(view.fix)}")
-    else:
+    elif not report.after_scale_up:
         lines.append("Every workload is placed.")
+    if report.after_scale_up:
+        lines += [""] * bool(pending) + [f"**{len(report.after_scale_up)} workload(s) pending now run after "
+                                         "scale-up:**", ""]
+        lines += [f"- `{_cell(view.key)}` {view.placed} of {view.wanted} pod(s) placed now, {view.added} more after "
+                  "scale-up" for view in report.after_scale_up]
     short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None
              and w.expected_mib > w.budget_mib]
     if short:
