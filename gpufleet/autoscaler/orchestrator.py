@@ -25,6 +25,7 @@ from functools import partial
 from gpufleet.autoscaler.estimator import MAX_NODES_PER_SCALEUP, PodGroup, estimate, node_limit
 from gpufleet.autoscaler.expander import Option, best_option
 from gpufleet.autoscaler.nodegroups import NodeGroup, copy_of
+from gpufleet.autoscaler.priorities import Priorities
 from gpufleet.autoscaler.simulator import FreshNode, PendingPod, Rooms, round_robin
 from gpufleet.capacity.model import Node
 
@@ -132,7 +133,8 @@ def unhealthy(group: NodeGroup) -> bool:
 def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[Node],
                   daemonsets: Sequence[PendingPod] = (), *, max_nodes_total: int = 0,
                   gpu_total: tuple[int, int] | None = None, expander: str = "least-waste", seed: int = 0,
-                  expendable_cutoff: int = -10, freed: Sequence[FreshNode] = ()) -> ScaleUpPlan:
+                  expendable_cutoff: int = -10, freed: Sequence[FreshNode] = (),
+                  priorities: Priorities | None = None) -> ScaleUpPlan:
     """`freed`: existing nodes as the autoscaler sees them where expendable pods run (it counts their room
     free, as preemption would make it): pending pods that fit there are not scaled for."""
     rng = random.Random(seed)
@@ -212,7 +214,7 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
                 options.append(Option(g.name, count, placed, (cpu, memory), g.template))
         if not options:
             break
-        best = best_option(options, expander, rng)
+        best = best_option(options, expander, rng, priorities)
         for other in ("least-waste", "most-pods"):
             if other != expander:
                 alone = _alone(options, other)

@@ -14,7 +14,11 @@ DEFAULT_EXPANDER = "least-waste"
 DEFAULT_EXPENDABLE_CUTOFF = -10
 
 ExpanderOption = Annotated[str, typer.Option(
-    "--expander", help="With --node-groups: the autoscaler's expander (least-waste, most-pods, random).")]
+    "--expander", help="With --node-groups: the autoscaler's expander, or a comma-separated chain of them "
+                       "(least-waste, most-pods, least-nodes, priority, random).")]
+PriorityConfigOption = Annotated[Path | None, typer.Option(
+    "--priority-config", metavar="FILE", help="With --expander priority: the cluster-autoscaler-priority-expander "
+                                              "ConfigMap (kubectl get configmap -o yaml), or its priorities value.")]
 MaxNodesTotalOption = Annotated[int, typer.Option(
     "--max-nodes-total", min=0, help="With --node-groups: the cluster's node cap (0: none).")]
 GpuTotalOption = Annotated[str | None, typer.Option(
@@ -25,28 +29,41 @@ ExpendableCutoffOption = Annotated[int, typer.Option(
 
 def options_need_groups(stack: str) -> InputError:
     """The error for the autoscaler's options given on a stack that has no node group."""
-    return InputError(f"the autoscaler's options (--expander, --max-nodes-total, --gpu-total, "
+    return InputError(f"the autoscaler's options (--expander, --priority-config, --max-nodes-total, --gpu-total, "
                       f"--expendable-pods-priority-cutoff) go with node groups: stack {stack} has no autoscaled "
                       "node pool (nodePools[].autoscaling) and no --node-groups FILE was given")
 
 
 def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, max_nodes_total: int = 0,
                   gpu_total: str | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF, *,
-                  stack: bool = False):
+                  stack: bool = False, priority_config: Path | None = None):
     """(node groups file, ScaleUpOptions), or None without --node-groups (and without `stack`: a stack's autoscaled
     pools are node groups too, so the file may be None then); InputError for a bad option."""
     given = [name for name, v in (("--expander", expander != DEFAULT_EXPANDER), ("--max-nodes-total", max_nodes_total),
                                   ("--gpu-total", gpu_total), ("--expendable-pods-priority-cutoff",
-                                                               expendable_cutoff != DEFAULT_EXPENDABLE_CUTOFF)) if v]
+                                                               expendable_cutoff != DEFAULT_EXPENDABLE_CUTOFF),
+                                  ("--priority-config", priority_config)) if v]
     if node_groups is None and not stack:
         if given:
             raise InputError(f"{', '.join(given)} go(es) with --node-groups FILE (the groups the autoscaler grows)")
         return None
-    from gpufleet.autoscaler.expander import EXPANDERS
+    from gpufleet.autoscaler.expander import EXPANDERS, chain_errors
     from gpufleet.scheduling.scaleup import ScaleUpOptions
 
-    if expander not in EXPANDERS:
-        raise InputError(f"--expander {expander!r}: allowed: {', '.join(EXPANDERS)}")
+    errors = chain_errors(expander)
+    if errors:
+        raise InputError(f"--expander {expander!r}: {'; '.join(errors)}; allowed: {', '.join(EXPANDERS)}, or a "
+                         "comma-separated chain of them (e.g. priority,least-waste), random only last")
+    priorities = None
+    if "priority" in expander.split(","):
+        from gpufleet.autoscaler.priorities import EXPORT, read_priorities
+
+        if priority_config is None:
+            raise InputError(f"--expander {expander}: the priority expander needs --priority-config FILE (its "
+                             f"ConfigMap: `{EXPORT}`)")
+        priorities = read_priorities(priority_config)
+    elif priority_config is not None:
+        raise InputError("--priority-config goes with --expander priority (alone or in a chain)")
     limits = None
     if gpu_total is not None:
         low, sep, high = gpu_total.partition(":")
@@ -54,4 +71,4 @@ def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, ma
             raise InputError(f"--gpu-total {gpu_total!r}: expected MIN:MAX, two counts of GPUs with MIN <= MAX "
                              "(e.g. 0:64)")
         limits = (int(low), int(high))
-    return node_groups, ScaleUpOptions(max_nodes_total, limits, expander, expendable_cutoff)
+    return node_groups, ScaleUpOptions(max_nodes_total, limits, expander, expendable_cutoff, priorities=priorities)

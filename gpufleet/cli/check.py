@@ -19,6 +19,7 @@ from gpufleet.cli._scale import (
     ExpendableCutoffOption,
     GpuTotalOption,
     MaxNodesTotalOption,
+    PriorityConfigOption,
     options_need_groups,
     scale_options,
 )
@@ -342,12 +343,13 @@ def command(
     max_nodes_total: MaxNodesTotalOption = 0,
     gpu_total: GpuTotalOption = None,
     expendable_cutoff: ExpendableCutoffOption = DEFAULT_EXPENDABLE_CUTOFF,
+    priority_config: PriorityConfigOption = None,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
     Exit 0 fits (now, or after scale-up with --node-groups or a stack's autoscaled pools), 1 not, 2 bad input."""
     try:
         scale = scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff,
-                              stack=stack is not None)
+                              stack=stack is not None, priority_config=priority_config)
         if stack is not None:
             given = [o for o, v in (("--nodes", nodes), ("--pods", pods), ("--kubeconfig", kubeconfig),
                                     ("--context", context)) if v is not None]

@@ -104,13 +104,14 @@ def command(
     request_timeout: RequestTimeoutOption = DEFAULT_TIMEOUT,
     chunk_size: ChunkSizeOption = DEFAULT_CHUNK,
     node_groups: Annotated[Path | None, typer.Option(
-        "--node-groups", metavar="FILE",
+        "--node-groups", metavar="FILE|cluster",
         help="Node groups the cluster autoscaler may grow (as `check --node-groups`): verdicts after scale-up, "
              "and the nodes it adds drawn apart, per group, with their pods (docs/autoscaling.md).")] = None,
     expander: _scale.ExpanderOption = _scale.DEFAULT_EXPANDER,
     max_nodes_total: _scale.MaxNodesTotalOption = 0,
     gpu_total: _scale.GpuTotalOption = None,
     expendable_cutoff: _scale.ExpendableCutoffOption = _scale.DEFAULT_EXPENDABLE_CUTOFF,
+    priority_config: _scale.PriorityConfigOption = None,
 ) -> None:
     """Draw which pod lands on which node, GPU, MIG slice or share, what stays free and what pends. Exit 0 / 2."""
     from gpufleet.report import render_html, summary_markdown
@@ -119,7 +120,7 @@ def command(
         from gpufleet.outdir import check_own_file, write_own_file
 
         scale = _scale.scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff,
-                              stack=stack is not None)
+                                     stack=stack is not None, priority_config=priority_config)
         check_own_file(out, _page_is_ours, "report page", force)
         if summary is not None:
             check_own_file(summary, _summary_is_ours, "report summary", force)

@@ -25,6 +25,7 @@ from gpufleet.autoscaler.orchestrator import (
     ScaleUpPlan,
     plan_scale_up,
 )
+from gpufleet.autoscaler.priorities import Priorities
 from gpufleet.autoscaler.simulator import pending_pod
 from gpufleet.capacity.kubectl import bound_pods, node_from_object
 from gpufleet.capacity.model import BoundPod, Node
@@ -43,6 +44,8 @@ class ScaleUpOptions:
     expander: str = "least-waste"
     expendable_cutoff: int = -10
     seed: int = 0
+    priorities: Priorities | None = None
+    """The priority expander's configuration (`--priority-config`), for `priority` in the expander chain."""
 
 
 @dataclass
@@ -137,6 +140,7 @@ def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[d
     freed = _freed(nodes, pods, first.placements, workloads, expendable)
     plan = plan_scale_up(groups, pending, nodes, daemonsets, max_nodes_total=options.max_nodes_total,
                          gpu_total=options.gpu_total, expander=options.expander, seed=options.seed,
+                         priorities=options.priorities,
                          expendable_cutoff=options.expendable_cutoff, freed=freed)
     verdicts = ScaleUpVerdicts(plan, options.expander)
     if not pending:
