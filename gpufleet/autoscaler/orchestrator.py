@@ -24,6 +24,7 @@ from functools import partial
 
 from gpufleet.autoscaler.estimator import MAX_NODES_PER_SCALEUP, PodGroup, estimate, node_limit
 from gpufleet.autoscaler.expander import Option, best_option
+from gpufleet.autoscaler.limits import GpuLimit
 from gpufleet.autoscaler.nodegroups import NodeGroup, copy_of
 from gpufleet.autoscaler.priorities import Priorities
 from gpufleet.autoscaler.simulator import FreshNode, PendingPod, Rooms, round_robin
@@ -132,7 +133,7 @@ def unhealthy(group: NodeGroup) -> bool:
 
 def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[Node],
                   daemonsets: Sequence[PendingPod] = (), *, max_nodes_total: int = 0,
-                  gpu_total: tuple[int, int] | None = None, expander: str = "least-waste", seed: int = 0,
+                  gpu_total: Sequence[GpuLimit] = (), expander: str = "least-waste", seed: int = 0,
                   expendable_cutoff: int = -10, freed: Sequence[FreshNode] = (),
                   priorities: Priorities | None = None) -> ScaleUpPlan:
     """`freed`: existing nodes as the autoscaler sees them where expendable pods run (it counts their room
@@ -146,7 +147,8 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
     for g in groups:
         for _ in range(g.upcoming):
             _add(plan, made, on_way, g)
-    gpus_outside = sum(_gpus(n) for n in nodes if n.name not in members)
+    limits = list(gpu_total)
+    gpus_outside = [sum(gl.gpus(n) for n in nodes if n.name not in members) for gl in limits]
     left = []
     for p in pending:
         if p.priority < expendable_cutoff:
@@ -171,7 +173,8 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         if not remaining:
             break
         current = len(nodes) + sum(max(target[g.name] - len(g.members), 0) for g in groups)
-        gpus_now = gpus_outside + sum(target[g.name] * _gpus(g.template) for g in groups)
+        gpus_now = [outside + sum(target[g.name] * gl.gpus(g.template) for g in groups)
+                    for gl, outside in zip(limits, gpus_outside, strict=True)]
         options: list[Option] = []
         for g in groups:
             skip = None
@@ -181,7 +184,8 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
                 skip = NOT_READY
             elif target[g.name] >= g.max_size:
                 skip = MAX_GROUP
-            elif gpu_total is not None and gpus_now + _gpus(g.template) > gpu_total[1]:
+            elif any(gl.gpus(g.template) and now + gl.gpus(g.template) > gl.high
+                     for gl, now in zip(limits, gpus_now, strict=True)):
                 skip = MAX_GPU
             if skip is not None:
                 for p in remaining:
@@ -224,9 +228,10 @@ def plan_scale_up(groups: list[NodeGroup], pending: list[Pending], nodes: list[N
         new, cap = best.nodes, ""
         if max_nodes_total and current + new > max_nodes_total:
             new, cap = max_nodes_total - current, MAX_TOTAL
-        per_node = _gpus(group.template)
-        if gpu_total is not None and per_node and gpus_now + new * per_node > gpu_total[1]:
-            new, cap = (gpu_total[1] - gpus_now) // per_node, MAX_GPU
+        for gpu_limit, now in zip(limits, gpus_now, strict=True):
+            per_node = gpu_limit.gpus(group.template)
+            if per_node and now + new * per_node > gpu_limit.high:
+                new, cap = (gpu_limit.high - now) // per_node, MAX_GPU
         if target[group.name] + new > group.max_size:
             new, cap = group.max_size - target[group.name], MAX_GROUP
         if grown + new > MOST_ADDED:

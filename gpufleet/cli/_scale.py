@@ -21,8 +21,10 @@ PriorityConfigOption = Annotated[Path | None, typer.Option(
                                               "ConfigMap (kubectl get configmap -o yaml), or its priorities value.")]
 MaxNodesTotalOption = Annotated[int, typer.Option(
     "--max-nodes-total", min=0, help="With --node-groups: the cluster's node cap (0: none).")]
-GpuTotalOption = Annotated[str | None, typer.Option(
-    "--gpu-total", metavar="MIN:MAX", help="With --node-groups: the cluster's GPU limits.")]
+GpuTotalOption = Annotated[list[str] | None, typer.Option(
+    "--gpu-total", metavar="[TYPE:]MIN:MAX",
+    help="With --node-groups: the cluster's GPU limits, once per GPU type (the cloud provider's GPU label value); "
+         "without TYPE: every GPU.")]
 ExpendableCutoffOption = Annotated[int, typer.Option(
     "--expendable-pods-priority-cutoff", help="With --node-groups: pods of lower priority are not scaled up for.")]
 
@@ -35,7 +37,7 @@ def options_need_groups(stack: str) -> InputError:
 
 
 def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, max_nodes_total: int = 0,
-                  gpu_total: str | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF, *,
+                  gpu_total: list[str] | None = None, expendable_cutoff: int = DEFAULT_EXPENDABLE_CUTOFF, *,
                   stack: bool = False, priority_config: Path | None = None):
     """(node groups file, ScaleUpOptions), or None without --node-groups (and without `stack`: a stack's autoscaled
     pools are node groups too, so the file may be None then); InputError for a bad option."""
@@ -64,11 +66,9 @@ def scale_options(node_groups: Path | None, expander: str = DEFAULT_EXPANDER, ma
         priorities = read_priorities(priority_config)
     elif priority_config is not None:
         raise InputError("--priority-config goes with --expander priority (alone or in a chain)")
-    limits = None
-    if gpu_total is not None:
-        low, sep, high = gpu_total.partition(":")
-        if not sep or not low.isdigit() or not high.isdigit() or int(low) > int(high):
-            raise InputError(f"--gpu-total {gpu_total!r}: expected MIN:MAX, two counts of GPUs with MIN <= MAX "
-                             "(e.g. 0:64)")
-        limits = (int(low), int(high))
+    from gpufleet.autoscaler.limits import parse_gpu_limits
+
+    limits, wrong = parse_gpu_limits(list(gpu_total or ()))
+    if wrong:
+        raise InputError("\n".join(wrong))
     return node_groups, ScaleUpOptions(max_nodes_total, limits, expander, expendable_cutoff, priorities=priorities)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from gpufleet.autoscaler.limits import GpuLimit
 from gpufleet.autoscaler.nodegroups import NodeGroup
 from gpufleet.autoscaler.orchestrator import (
     EXPENDABLE,
@@ -40,7 +41,8 @@ from gpufleet.scheduling.result import CheckResult
 @dataclass
 class ScaleUpOptions:
     max_nodes_total: int = 0
-    gpu_total: tuple[int, int] | None = None
+    gpu_total: tuple[GpuLimit, ...] = ()
+    """The GPU limits (`--gpu-total [TYPE:]MIN:MAX`, once per type)."""
     expander: str = "least-waste"
     expendable_cutoff: int = -10
     seed: int = 0
@@ -311,7 +313,7 @@ def grown_fleet(nodes: list[Node], pods: list, objects: list[dict], groups: list
         if count > 0:
             per_group[g.name] = count
     most = {g.name: g.upcoming + at_max[g.name] for g in groups if g.upcoming + at_max[g.name]}
-    per_gpu = options is not None and options.gpu_total is not None
+    per_gpu = options is not None and bool(options.gpu_total)
     return GrownFleet([*nodes, *added], [*pods, *held], per_group, most, capped_by, per_gpu)
 
 
@@ -321,13 +323,13 @@ MOST_ADDED_NAME = f"{MOST_ADDED:,} nodes added (Kubernetes' largest supported cl
 
 def _within_caps(nodes: list[Node], groups: list[NodeGroup], wanted: dict[str, int],
                  options: ScaleUpOptions | None, copies) -> tuple[dict[str, int], tuple[str, ...]]:
-    """Nodes each group adds above its target size within --max-nodes-total and --gpu-total's MAX, and the
-    caps that bound; `copies(group)`: the probe's copies on one new node of it (asked only under a cap)."""
+    """Nodes each group adds above its target size within --max-nodes-total and each --gpu-total's MAX, and
+    the caps that bound; `copies(group)`: the probe's copies on one new node of it (asked only under a cap)."""
     from gpufleet.autoscaler.orchestrator import _gpus
 
     total = options.max_nodes_total if options is not None else 0
-    gpu_max = options.gpu_total[1] if options is not None and options.gpu_total is not None else None
-    if not total and gpu_max is None and sum(wanted.values()) <= MOST_ADDED:
+    limits = list(options.gpu_total) if options is not None else []
+    if not total and not limits and sum(wanted.values()) <= MOST_ADDED:
         return dict(wanted), ()
     members = {name for g in groups for name in g.members}
     infinite = float("inf")
@@ -335,30 +337,29 @@ def _within_caps(nodes: list[Node], groups: list[NodeGroup], wanted: dict[str, i
     cap_name = f"--max-nodes-total {total}"
     if node_room > MOST_ADDED:
         node_room, cap_name = MOST_ADDED, MOST_ADDED_NAME
-    gpu_room = (gpu_max - sum(_gpus(n) for n in nodes if n.name not in members)
-                - sum(g.target_size * _gpus(g.template) for g in groups)) if gpu_max is not None else infinite
-    names = {"nodes": cap_name,
-             "gpus": f"--gpu-total {options.gpu_total[0]}:{gpu_max}" if options and options.gpu_total else ""}
+    gpu_rooms = [limit.high - sum(limit.gpus(n) for n in nodes if n.name not in members)
+                 - sum(g.target_size * limit.gpus(g.template) for g in groups) for limit in limits]
     growing = [g for g in groups if wanted[g.name]]
     if len(growing) > 1:  # a stable sort: ties stay in the file's order
 
-        def rank(g: NodeGroup) -> float:  # a node without GPUs takes none of the GPU cap's room
+        def rank(g: NodeGroup) -> float:  # a node without GPUs takes none of the GPU caps' room
             n, gpus = copies(g), _gpus(g.template)
-            return -(n / gpus if gpu_max is not None and gpus else n)
+            return -(n / gpus if limits and gpus else n)
 
         growing.sort(key=rank)
     grow = dict.fromkeys(wanted, 0)
     bound: list[str] = []
     for g in growing:
-        per_node = _gpus(g.template)
-        by_gpus = gpu_room // per_node if per_node and gpu_max is not None else infinite
-        give = int(max(min(wanted[g.name], node_room, by_gpus), 0))
+        per_node = [limit.gpus(g.template) for limit in limits]
+        rooms = [(cap_name, node_room)] + [(limit.flag, room // per if per else infinite)
+                                           for limit, room, per in zip(limits, gpu_rooms, per_node, strict=True)]
+        least = min(room for _, room in rooms)
+        give = int(max(min(wanted[g.name], least), 0))
         if give < wanted[g.name]:
-            bound += [names[cap] for cap, room in (("nodes", node_room), ("gpus", by_gpus))
-                      if room <= min(node_room, by_gpus)]
+            bound += [name for name, room in rooms if room <= least]
         grow[g.name] = give
         node_room -= give
-        gpu_room -= give * per_node
+        gpu_rooms = [room - give * per for room, per in zip(gpu_rooms, per_node, strict=True)]
     return grow, tuple(dict.fromkeys(bound))
 
 

@@ -94,8 +94,8 @@ def test_nodes_on_their_way_count_against_the_cap_and_stay_whatever_it_says(tmp_
 
 
 @pytest.mark.parametrize(("option", "words"), [
-    (("--gpu-total", "8:4"), "--gpu-total '8:4': expected MIN:MAX"),
-    (("--gpu-total", "lots"), "--gpu-total 'lots': expected MIN:MAX"),
+    (("--gpu-total", "8:4"), "--gpu-total '8:4': expected [TYPE:]MIN:MAX"),
+    (("--gpu-total", "lots"), "--gpu-total 'lots': expected [TYPE:]MIN:MAX"),
     (("--max-nodes-total", "-1"), "-1 is not in the range x>=0"),
     (("--expander", "most-pods"), "No such option: --expander"),
 ])

@@ -66,7 +66,7 @@ def test_options_that_need_node_groups_or_a_valid_value_exit_2(tmp_path):
     assert out.code == 2 and "'price' is not emulated" in out.err
     assert "allowed: least-waste, most-pods, least-nodes, priority, random" in out.err
     out = run("check", "--nodes", nodes_file, "--node-groups", groups_file, app, "--gpu-total", "8")
-    assert out.code == 2 and "expected MIN:MAX" in out.err
+    assert out.code == 2 and "expected [TYPE:]MIN:MAX" in out.err
     out = run("check", "--nodes", nodes_file, "--node-groups", tmp_path / "missing.yaml", app)
     assert out.code == 2 and "missing.yaml: cannot read" in out.err
 

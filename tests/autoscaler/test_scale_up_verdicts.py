@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.autoscaler.fleet import deployment, node, template, write
 from tests.cli.run_inprocess import run
 
@@ -84,6 +86,36 @@ def test_the_cluster_node_cap_and_the_gpu_limit_cap_the_scale_up(tmp_path):
     assert "--max-nodes-total" in doc["unschedulable"][0]["stoppedBy"]
     out = check(tmp_path, [node("gpu-0", labels=A100)], groups, [deployment("infer", 20)], "--gpu-total", "0:12")
     assert json.loads(out.out)["scaleUps"] == [{"nodeGroup": "a100", "from": 1, "to": 3}]
+
+
+def test_a_gpu_limit_of_one_type_caps_only_the_nodes_labelled_with_that_type(tmp_path):
+    # As cluster-autoscaler's --gpu-total TYPE:MIN:MAX: the type is the value of the cloud provider's GPU label.
+    accel = "cloud.google.com/gke-accelerator"
+    groups = [{"name": "h100", "maxSize": 5, "template": template(gpus=8, labels={accel: "nvidia-h100-80gb"})},
+              {"name": "t4", "maxSize": 5, "template": template(gpus=4, labels={accel: "nvidia-tesla-t4"})}]
+    workloads = [deployment("big", 16, nodeSelector={accel: "nvidia-h100-80gb"}),
+                 deployment("small", 8, nodeSelector={accel: "nvidia-tesla-t4"})]
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, workloads, "--gpu-total", "nvidia-h100-80gb:0:8")
+    doc = json.loads(out.out)
+    assert out.code == 1
+    assert {s["nodeGroup"]: s["to"] for s in doc["scaleUps"]} == {"h100": 1, "t4": 2}
+    [u] = doc["unschedulable"]
+    assert (u["workload"], u["reason"], u["pending"]) == ("Deployment/ml/big", "partly", 8)
+    assert "--gpu-total" in u["stoppedBy"]
+    # Without a type the limit counts every GPU: 8 in all, so one H100 node or two T4 nodes, not both.
+    out = check(tmp_path, [node("cpu-0", gpus=0)], groups, workloads, "--gpu-total", "0:8")
+    assert sum(s["to"] - s["from"] for s in json.loads(out.out)["scaleUps"]) in (1, 2)
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("a:b:c:d", "expected [TYPE:]MIN:MAX"), (":0:8", "expected [TYPE:]MIN:MAX"), ("t4:9:8", "MIN <= MAX")])
+def test_a_gpu_limit_the_autoscaler_would_refuse_exits_2(tmp_path, value, words):
+    out = check(tmp_path, [node("cpu-0", gpus=0)], [{"name": "a", "maxSize": 2, "template": template()}],
+                [deployment("infer", 1)], "--gpu-total", value)
+    assert out.code == 2 and words in out.err
+    out = check(tmp_path, [node("cpu-0", gpus=0)], [{"name": "a", "maxSize": 2, "template": template()}],
+                [deployment("infer", 1)], "--gpu-total", "t4:0:8", "--gpu-total", "t4:0:9")
+    assert out.code == 2 and "'t4' is limited twice" in out.err
 
 
 def test_pods_below_the_expendable_cutoff_are_not_scaled_for(tmp_path):

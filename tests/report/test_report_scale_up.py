@@ -103,7 +103,7 @@ def test_nodes_on_their_way_are_drawn_with_those_the_scale_up_adds(tmp_path):
 
 
 @pytest.mark.parametrize(("option", "words"), [
-    (("--gpu-total", "8:4"), "--gpu-total '8:4': expected MIN:MAX"),
+    (("--gpu-total", "8:4"), "--gpu-total '8:4': expected [TYPE:]MIN:MAX"),
     (("--expander", "cheapest"), "--expander 'cheapest'"),
     (("--max-nodes-total", "-2"), "-2 is not in the range x>=0"),
     (("--expendable-pods-priority-cutoff", "low"), "'low' is not a valid int"),
