@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.autoscaler.scenarios import scenario, write  # noqa: E402
+from tests.autoscaler.scenarios import expander_variant, scenario, write  # noqa: E402
 
 ABOUT = ("What the real kube-scheduler v1.34 (pods in manifest order) and then cluster-autoscaler 1.34.5 "
          "(k8s.io/autoscaler tag cluster-autoscaler-1.34.5: the scale-up orchestrator, binpacking estimator and "
@@ -116,14 +116,27 @@ def main() -> None:
                         help="further runs with the Pending workloads handed to the autoscaler in reverse order")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--version", default="")
+    parser.add_argument("--expanders", action="store_true",
+                        help="run each scenario with an expander chain, and the priority expander's priorities, "
+                             "from tests/autoscaler/scenarios.py expander_variant (the expanders fixture)")
     args = parser.parse_args()
     recorded = []
     version = args.version
     for seed in seeds(args.seeds):
         s = scenario(seed)
         options = s["options"] if "--expander" in s["options"] else ["--expander", "least-waste", *s["options"]]
+        priorities = None
+        if args.expanders:
+            options, priorities = expander_variant(seed, s)
         with tempfile.TemporaryDirectory() as tmp:
             paths = write(s, Path(tmp))
+            given = list(options)
+            if priorities is not None:  # the reference takes the ConfigMap's `priorities` value as a file
+                import yaml
+
+                config = Path(tmp) / "priorities.yaml"
+                config.write_text(yaml.safe_dump(priorities))
+                options = [*options, "--priority-config", str(config)]
             runs, walls = [], []
             for run in range(1, args.runs + args.reversed_runs + 1):
                 start = time.time()
@@ -151,8 +164,11 @@ def main() -> None:
                                       "noScaleUp": w.get("noScaleUp") or {}}
                 runs.append({"scaleUps": out.get("scaleUps") or [], "workloads": workloads,
                              "pendingOrder": "reversed" if run > args.runs else "manifest"})
-            recorded.append({"seed": seed, "inputs_sha256": digest(paths), "options": s["options"],
-                             "run_wall_s": walls, "runs": runs})
+            entry = {"seed": seed, "inputs_sha256": digest(paths), "options": given if args.expanders else s["options"],
+                     "run_wall_s": walls, "runs": runs}
+            if priorities is not None:
+                entry["priorities"] = {str(k): v for k, v in priorities.items()}
+            recorded.append(entry)
         print(f"seed {seed}: {[r['scaleUps'] for r in runs]}", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"about": ABOUT, "reference": version, "generator": "tests/autoscaler/scenarios.py",

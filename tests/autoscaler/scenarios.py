@@ -111,3 +111,26 @@ def write(s: dict, directory: Path) -> tuple[Path, Path, Path]:
     paths[1].write_text(yaml.safe_dump(s["groups"], sort_keys=False))
     paths[2].write_text(yaml.safe_dump_all(s["objects"], sort_keys=False))
     return paths
+
+
+#: The expander chains the expander scenarios cycle through (tests/fixtures/oracle-autoscaler/expanders.json).
+CHAINS = ("priority,least-waste", "priority", "least-nodes", "priority,most-pods", "most-pods,least-nodes")
+
+
+def expander_variant(seed: int, s: dict) -> tuple[list[str], dict[int, list[str]] | None]:
+    """The scenario's options with an expander chain in place of its own, and the priority expander's
+    priorities when the chain has `priority`: most groups get a priority of 10, 20 or 50 through an exact
+    name, a prefix or a fragment, so some tie, some match no expression, and sometimes none matches at all."""
+    rng = random.Random(seed * 7 + 1)
+    priorities: dict[int, list[str]] = {}
+    for group in s["groups"]:
+        name = group["name"]
+        if rng.random() < 0.8:
+            pattern = rng.choice([f"^{name}$", name.split("-")[0] + ".*", name[:2]])
+            priorities.setdefault(rng.choice([10, 20, 50]), []).append(pattern)
+    chain = CHAINS[seed % len(CHAINS)]
+    options = list(s["options"])
+    if "--expander" in options:
+        at = options.index("--expander")
+        del options[at:at + 2]
+    return ["--expander", chain, *options], (priorities or {1: ["^no-such-group$"]}) if "priority" in chain else None

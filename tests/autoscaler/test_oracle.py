@@ -3,7 +3,9 @@
 tests/fixtures/oracle-autoscaler/scenarios.json holds, per generated scenario (tests/autoscaler/scenarios.py;
 the digest of the files the runs were made on is checked), five runs of the autoscaler's scale-up with the
 real scheduler placing pods first, the last two with the Pending workloads handed to the autoscaler in
-reverse order (scripts/record_autoscaler_oracle.py; the suite never runs the autoscaler).
+reverse order (scripts/record_autoscaler_oracle.py; the suite never runs the autoscaler). expanders.json holds
+the same scenarios run with an expander chain and the priority expander's priorities in place of their own
+options (`expander_variant`; `--expanders`).
 Per workload the verdict must be the one every run gives (or one of them, where runs differ): runs now, runs
 after scale-up, partly, never; per node group, the nodes added must lie within the runs' own range.
 """
@@ -15,12 +17,15 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.autoscaler.scenarios import scenario, write
 from tests.cli.run_inprocess import run
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "oracle-autoscaler" / "scenarios.json"
 RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios": []}
+EXPANDERS = FIXTURE.with_name("expanders.json")
+RECORDED_EXPANDERS = json.loads(EXPANDERS.read_text()) if EXPANDERS.exists() else {"scenarios": []}
 #: Why gpufleet disagrees with the recorded runs, per seed; each is an expected failure that must keep failing
 #: (strict), so a fix shows. Seeds 29 and 48 agree since every pass of the loop places the Pending pods again
 #: on fresh nodes on their way, as each loop of the autoscaler does.
@@ -60,11 +65,28 @@ def added(scale_ups: list[dict]) -> dict[str, int]:
     pytest.param(e, id=f"seed-{e['seed']}", marks=[pytest.mark.xfail(strict=True, reason=KNOWN[e["seed"]])]
                  if e["seed"] in KNOWN else []) for e in RECORDED["scenarios"]])
 def test_verdicts_and_nodes_added_follow_the_real_cluster_autoscaler(entry, tmp_path):
+    compare(entry, tmp_path)
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=f"seed-{e['seed']}-{e['options'][1]}")
+                                   for e in RECORDED_EXPANDERS["scenarios"]])
+def test_expander_chains_and_priorities_pick_as_the_real_cluster_autoscaler(entry, tmp_path):
+    compare(entry, tmp_path)
+
+
+def compare(entry: dict, tmp_path: Path) -> None:
     s = scenario(entry["seed"])
     paths = write(s, tmp_path)
     assert hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest() == entry["inputs_sha256"], \
         "the generator no longer builds the scenario the runs were made on"
-    out = run("check", "--nodes", paths[0], "--node-groups", paths[1], paths[2], "--json", *s["options"])
+    options = list(entry["options"])
+    if "priorities" in entry:  # the ConfigMap whose `priorities` value the reference read
+        config = tmp_path / "priority-expander.yaml"
+        config.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"}, "data": {
+            "priorities": yaml.safe_dump({int(k): v for k, v in entry["priorities"].items()})}}))
+        options += ["--priority-config", config]
+    out = run("check", "--nodes", paths[0], "--node-groups", paths[1], paths[2], "--json", *options)
     assert out.code in (0, 1), out.err
     mine = gpufleet_verdicts(json.loads(out.out))
     wrong = {}
