@@ -159,8 +159,8 @@ def test_pull_request_workflow_runs_the_preview_script_and_fails_on_its_exit_sta
 
 
 def test_reference_check_catches_commands_options_scripts_and_targets_that_do_not_exist():
-    old_workflow = '(cd head && .venv/bin/gpufleet check --stack "$stack") >> comment.md 2>&1 || status=1'
-    assert reference_problems(old_workflow) == ["gpufleet check: no option --stack"]
+    old_workflow = '(cd head && .venv/bin/gpufleet check --stak "$stack") >> comment.md 2>&1 || status=1'
+    assert reference_problems(old_workflow) == ["gpufleet check: no option --stak"]
     assert reference_problems("gpufleet plann --stack dev") == ["gpufleet plann: no such command"]
     assert reference_problems("gpufleet plan --stack dev --out=x --no-policies") == []
     assert reference_problems("head/.venv/bin/python head/scripts/pr-preview --base b --stack dev", ("head",)) == \
