@@ -52,3 +52,54 @@ def resolve(spec: dict, classes: dict[str, PriorityClass], known: bool) -> Resol
                         f"the integer value of priority ({given}) must not be provided in pod spec; priority "
                         f"admission controller computed {resolved.value} from the given PriorityClass name")
     return resolved
+
+
+@dataclass(frozen=True)
+class Priorities:
+    """The PriorityClasses a check knows (the manifests', the two system classes): what the scheduler reads of a
+    pod's priority once admission has resolved it."""
+
+    values: dict[str, int]
+    default: int = 0
+    """The globalDefault class's value (the lowest when several claim it), else 0."""
+    never: frozenset[str] = frozenset()
+    """The classes whose preemptionPolicy is Never."""
+
+    def of(self, spec: dict, class_name: str = "") -> int:
+        """A pod's priority: spec.priority when set, else its class's value, else the globalDefault's, else 0
+        (a class gpufleet does not know counts as 0, as admission takes it on trust)."""
+        given = spec.get("priority")
+        if isinstance(given, int) and not isinstance(given, bool):
+            return given
+        name = spec.get("priorityClassName") or class_name
+        if isinstance(name, str) and name:
+            return self.values.get(name, 0)
+        return self.default
+
+    def preempts(self, spec: dict) -> bool:
+        """Whether the pod may preempt others: not when its preemptionPolicy (or its class's) is Never."""
+        policy = spec.get("preemptionPolicy")
+        if policy is not None:
+            return policy != "Never"
+        name = spec.get("priorityClassName")
+        return not (isinstance(name, str) and name in self.never)
+
+
+def priority_classes(objects: list[dict]) -> Priorities:
+    """The PriorityClasses among `objects` (malformed ones skipped), with the system classes."""
+    values = dict(SYSTEM_CLASSES)
+    defaults: list[int] = []
+    never: set[str] = set()
+    for o in objects:
+        if not isinstance(o, dict) or o.get("kind") != "PriorityClass":
+            continue
+        value, name = o.get("value"), (o.get("metadata") or {}).get("name") if isinstance(
+            o.get("metadata"), dict) else None
+        if not isinstance(value, int) or isinstance(value, bool) or not isinstance(name, str):
+            continue
+        values[name] = value
+        if o.get("globalDefault") is True:
+            defaults.append(value)
+        if o.get("preemptionPolicy") == "Never":
+            never.add(name)
+    return Priorities(values, min(defaults) if defaults else 0, frozenset(never))

@@ -79,8 +79,40 @@ def _bound_pod(obj: dict) -> BoundPod | None:
     labels = meta.get("labels")
     labels = tuple(sorted((k, v) for k, v in labels.items() if isinstance(k, str) and isinstance(v, str))) \
         if isinstance(labels, dict) else ()
-    return BoundPod(meta.get("namespace", "default"), meta.get("name", ""), node, requests, non_zero(spec, requests),
-                    labels, host_ports(spec), pod_affinity_of(spec))
+    priority = spec.get("priority")
+    priority = priority if isinstance(priority, int) and not isinstance(priority, bool) else None
+    class_name = spec.get("priorityClassName")
+    start = (obj.get("status") or {}).get("startTime")
+    namespace = meta.get("namespace", "default")
+    return BoundPod(namespace, meta.get("name", ""), node, requests, non_zero(spec, requests),
+                    labels, host_ports(spec), pod_affinity_of(spec), priority,
+                    class_name if isinstance(class_name, str) else "", owner_key(meta, namespace, dict(labels)),
+                    start if isinstance(start, str) else "")
+
+
+#: Owner kinds whose pods are named by their own workload key.
+_OWNERS = ("Job", "StatefulSet", "DaemonSet")
+
+
+def owner_key(meta: dict, namespace: str, labels: dict[str, str]) -> str:
+    """The workload key of a pod's controller: a ReplicaSet `<d>-<hash>` whose pod carries
+    `pod-template-hash: <hash>` is Deployment `<d>`'s; a Job's, StatefulSet's or DaemonSet's its own; a
+    ReplicaSet of no Deployment its own; empty for a pod without a controller."""
+    owners = meta.get("ownerReferences")
+    for ref in owners if isinstance(owners, list) else ():
+        if not isinstance(ref, dict) or ref.get("controller") is False:
+            continue
+        kind, name = ref.get("kind"), ref.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str) or not name:
+            continue
+        if kind == "ReplicaSet":
+            suffix = labels.get("pod-template-hash", "")
+            if suffix and name.endswith(f"-{suffix}"):
+                return f"Deployment/{namespace}/{name[:-len(suffix) - 1]}"
+            return f"ReplicaSet/{namespace}/{name}"
+        if kind in _OWNERS:
+            return f"{kind}/{namespace}/{name}"
+    return ""
 
 
 def non_zero(spec: dict, requests: dict[str, int]) -> tuple[int, int]:

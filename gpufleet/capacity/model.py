@@ -110,6 +110,20 @@ class BoundPod:
     pod_affinity: dict | None = field(default=None, compare=False)
     """Its spec.affinity's podAffinity and podAntiAffinity, when it has either: a running pod's required
     anti-affinity keeps later pods that it matches out of its domain, and its terms count in their scores."""
+    priority: int | None = None
+    """spec.priority (the API server resolves it from the class); None: resolved by the check from
+    `priority_class` and the PriorityClasses it is given (preemption picks lower-priority pods)."""
+    priority_class: str = ""
+    """spec.priorityClassName."""
+    workload: str = ""
+    """The workload that owns it (`Deployment/ns/name`, `Job/...`, `StatefulSet/...`); empty: the pod itself."""
+    start: str = ""
+    """status.startTime (RFC 3339); empty: not started (preemption counts it as started now)."""
+
+    @property
+    def key(self) -> str:
+        """The workload key preemption reports it under (the pod's own `Pod/ns/name` without an owner)."""
+        return self.workload or f"Pod/{self.namespace}/{self.name}"
 
     def non_zero(self) -> tuple[int, int]:
         if self.nonzero is not None:
@@ -128,6 +142,12 @@ class BoundPod:
             out["hostPorts"] = [{"protocol": p, "hostIP": ip, "hostPort": port} for p, ip, port in self.ports]
         if self.pod_affinity:
             out["affinity"] = self.pod_affinity
+        if self.priority is not None:
+            out["priority"] = self.priority
+        for name, value in (("priorityClassName", self.priority_class), ("workload", self.workload),
+                            ("startTime", self.start)):
+            if value:
+                out[name] = value
         return out
 
 
@@ -171,7 +191,9 @@ class Capacity:
                                  tuple(sorted((str(k), str(v)) for k, v in (p.get("labels") or {}).items())),
                                  tuple((str(h["protocol"]), str(h["hostIP"]), int(h["hostPort"]))
                                        for h in p.get("hostPorts") or ()),
-                                 pod_affinity_of(p))
+                                 pod_affinity_of(p), _int_or_none(p.get("priority")),
+                                 str(p.get("priorityClassName") or ""), str(p.get("workload") or ""),
+                                 str(p.get("startTime") or ""))
                         for p in doc.get("pods", [])],
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()],
                        _admission(doc.get("admission"), origin))
@@ -199,6 +221,14 @@ def _admission(items: Any, origin: str) -> list[dict]:
                                               for o in items):
         raise InputError(f"{origin}: admission: expected a list of {', '.join(ADMISSION_KINDS)} objects")
     return items
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"priority: expected an integer, got {value!r}")
+    return value
 
 
 def _non_zero(doc: Any) -> tuple[int, int] | None:

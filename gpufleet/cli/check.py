@@ -64,6 +64,8 @@ def _print_human(result: CheckResult) -> None:
     if result.scale_up is not None:
         for line in result.scale_up.lines():
             print(line)
+    for preemption in result.preemptions:
+        print(preemption.line())
     if not result.unschedulable and not result.warnings:
         print(summary)  # the common answer needs no table (and no rich: a one-pod check starts in a blink)
         return

@@ -18,10 +18,11 @@ NODE_METADATA = ("name", "labels")
 NODE_SPEC = ("taints", "unschedulable")
 NODE_STATUS = ("allocatable", "capacity", "nodeInfo", "images")
 NODE_INFO = ("containerRuntimeVersion", "kubeletVersion", "osImage", "kernelVersion")
-POD_METADATA = ("name", "namespace", "labels")
-POD_SPEC = ("nodeName", "containers", "initContainers", "overhead", "hostNetwork", "affinity")
+POD_METADATA = ("name", "namespace", "labels", "ownerReferences")
+POD_SPEC = ("nodeName", "containers", "initContainers", "overhead", "hostNetwork", "affinity", "priority",
+            "priorityClassName")
 CONTAINER = ("name", "resources", "restartPolicy", "ports")
-POD_STATUS = ("phase",)
+POD_STATUS = ("phase", "startTime")
 TOP = ("apiVersion", "kind")
 
 

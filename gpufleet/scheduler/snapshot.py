@@ -99,6 +99,17 @@ class Snapshot:
         self.nonzero[MEMORY][i] += nonzero[1]
         self.pod_count[i] += 1
 
+    def unplace(self, i: int, requests: dict[str, int], nonzero: tuple[int, int], ports: tuple = ()) -> None:
+        """A pod leaves node i (preempted): the reverse of `place` (NodeInfo.RemovePod)."""
+        if ports and self.ports is not None:
+            self.ports.remove(i, ports)
+        for r, v in requests.items():
+            if r != PODS and v:
+                self.requested[r][i] -= v
+        self.nonzero[CPU][i] -= nonzero[0]
+        self.nonzero[MEMORY][i] -= nonzero[1]
+        self.pod_count[i] -= 1
+
 
 class PodShape:
     """One pod template as every node sees it (the same for every replica and every run)."""

@@ -58,13 +58,15 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
 
 
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
-                    *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS) -> CheckResult:
+                    *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS,
+                    preemption: bool = True) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
     are BoundPods or Pod objects (terminal and unbound ones are ignored). Numbers may be ints, floats or
     quantity strings. DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate of
     resource.k8s.io/v1) among the manifests are the devices and claims that pods with claims use.
+    `preemption`: whether a pod that fits nowhere may evict pods of lower priority (DefaultPreemption).
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -74,6 +76,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         workloads = admission.workloads
         check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
         check.admission = admission
+        check.objects = list(flatten(manifests)) if preemption else []
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduler.plugins.dynamicresources.claims import (
                 DraState,  # CEL loads only for pods with claims
@@ -105,6 +108,7 @@ class _Check:
         self.result = CheckResult()
         self.dra_base: DraState | None = None
         self.admission: Admission | None = None
+        self.objects: list[dict] = []
         self._shapes: dict[str, PodShape] = {}
         self.shapes: dict[int, PodShape] = {}
 
@@ -123,8 +127,14 @@ class _Check:
             elif found is not None:
                 early[index] = found
         kind_of = self.class_of * (len(self.images.sets) or 1) + (self.images.group_of if self.images.sets else 0)
-        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base,
-                                self._pod_constraints(shapes))
+        constraints = self._pod_constraints(shapes)
+        priorities = None
+        if not constraints and self.objects:  # not emulated for pods placed against others (docs/capacity.md)
+            from gpufleet.scheduling.preempting import check_priorities
+
+            priorities = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot)
+        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base, constraints,
+                                priorities)
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]
@@ -219,6 +229,12 @@ class _Check:
         for node in first.nodes:
             counts[node] = counts.get(node, 0) + 1
         result.placements += [(w.key, self.nodes[i].name, n) for i, n in sorted(counts.items())]
+        if first.by_preemption:
+            from gpufleet.scheduling.preempting import preemption_verdict
+
+            found = preemption_verdict(w.key, first, [node.name for node in self.nodes])
+            if found is not None:
+                result.preemptions.append(found)
         for node, used, allocated in first.devices:
             result.devices += [(w.key, self.nodes[node].name, d.label) for d in allocated]
             result.device_uses += [(w.key, self.nodes[node].name, d.label) for d in used]

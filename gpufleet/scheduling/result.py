@@ -103,6 +103,41 @@ class Warning:
         return out
 
 
+@dataclass(frozen=True)
+class Evicted:
+    """Pods of one workload on one node that a preemptor's pods evict."""
+
+    workload: str
+    pods: int
+    node: str
+    priority: int
+    budget: str = ""
+    """The PodDisruptionBudget (`namespace/name`) their eviction breaks, if any."""
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "pods": self.pods, "node": self.node, "priority": self.priority,
+                "pdbViolated": bool(self.budget)}
+
+    def words(self) -> str:
+        broken = f"; PodDisruptionBudget {self.budget} violated" if self.budget else ""
+        return f"{self.pods} pod(s) of {self.workload} on {self.node} (priority {self.priority}{broken})"
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A workload whose pods run only by evicting pods of lower priority (kube-scheduler's DefaultPreemption)."""
+
+    workload: str
+    pods: int
+    victims: tuple[Evicted, ...]
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "pods": self.pods, "victims": [v.to_json() for v in self.victims]}
+
+    def line(self) -> str:
+        return f"fits by preemption: {self.workload} runs by evicting " + ", ".join(v.words() for v in self.victims)
+
+
 #: Controller steps between `kubectl apply` and a workload's pods: a bare Pod none, a Job's and a ReplicaSet's
 #: one (their controller makes them), a Deployment's two (it makes a ReplicaSet, which makes them), a
 #: StatefulSet's the most (one pod at a time, each once the one before is Ready).
@@ -128,6 +163,8 @@ class CheckResult:
     #: With node groups (`check --node-groups`): the autoscaler's scale-ups and what runs after them
     #: (gpufleet.scheduling.scaleup.ScaleUpVerdicts); its JSON is added by the command.
     scale_up: Any = None
+    #: Workloads that run only by preempting pods of lower priority (in the first run of the scheduler).
+    preemptions: list[Preemption] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
@@ -162,6 +199,8 @@ class CheckResult:
                "unschedulable": [u.to_json() for u in self.unschedulable],
                "warnings": [w.to_json() for w in self.warnings],
                "memoryBudget": [m.to_json() for m in self.memory]}
+        if self.preemptions:
+            out["preemptions"] = [p.to_json() for p in self.preemptions]
         sensitive = self.order_sensitive()
         if sensitive:
             out["orderSensitive"] = [{"workload": w, "roomWantedBy": list(later)} for w, later in sensitive]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from gpufleet.admission.priority import priority_classes
 from gpufleet.autoscaler.limits import GpuLimit
 from gpufleet.autoscaler.nodegroups import NodeGroup
 from gpufleet.autoscaler.orchestrator import (
@@ -97,36 +98,19 @@ class ScaleUpVerdicts:
                               for w, by in self.after.items()]}
 
 
-def _priority(spec: dict, classes: dict[str, int], default: int) -> int:
-    value = spec.get("priority")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    name = spec.get("priorityClassName")
-    return classes.get(name, 0) if name else default
-
-
-def _priority_classes(objects: list[dict]) -> tuple[dict[str, int], int]:
-    classes, default = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}, 0
-    for o in objects:
-        if o.get("kind") == "PriorityClass" and isinstance(o.get("value"), int):
-            name = (o.get("metadata") or {}).get("name")
-            if isinstance(name, str):
-                classes[name] = o["value"]
-            if o.get("globalDefault") is True:
-                default = o["value"]
-    return classes, default
-
-
 @collector_paused()  # the loop makes no reference cycles; collections would only rescan the inputs
 def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[dict], groups: list[NodeGroup],
                         options: ScaleUpOptions, *, extended_resource_toleration: bool = False,
                         ) -> tuple[CheckResult, ScaleUpVerdicts]:
     nodes = [n if isinstance(n, Node) else node_from_object(n) for n in nodes]
-    first = check_workloads(nodes, pods, objects, extended_resource_toleration=extended_resource_toleration)
+    # The scheduler's preemption is left out here: the autoscaler counts the room of expendable pods as free
+    # (what preemption gives them), and its recorded runs place pods without preemption (docs/autoscaling.md).
+    first = check_workloads(nodes, pods, objects, extended_resource_toleration=extended_resource_toleration,
+                            preemption=False)
     flat = list(flatten(objects))
     workloads = {w.key: w for w in workloads_of(flat)}
-    classes, default = _priority_classes(flat)
-    priority = {key: _priority(w.spec, classes, default) for key, w in workloads.items()}
+    known = priority_classes(flat)
+    priority = {key: known.of(w.spec) for key, w in workloads.items()}
     expendable = {key for key, value in priority.items() if value < options.expendable_cutoff}
     pending = []
     for u in first.unschedulable:

@@ -18,6 +18,8 @@ import numpy as np
 from gpufleet.capacity.dra import Device
 from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.filters import has_pod_rules
+from gpufleet.scheduler.framework.preemption import Victim
+from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption, PreemptionState, Preemptor
 from gpufleet.scheduler.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 
@@ -42,6 +44,12 @@ class Outcome:
     blocked: np.ndarray | None = None
     devices: list[tuple[int, list[Device], list[Device]]] = field(default_factory=list)
     """Per placed pod with claims: (node, devices it uses, devices allocated for it)."""
+    by_preemption: int = 0
+    """Its pods that run only because lower-priority pods were evicted for them."""
+    evicted: list[tuple[int, Victim, str]] = field(default_factory=list)
+    """The pods evicted for them: (node, the pod, the PodDisruptionBudget `ns/name` it broke or "")."""
+    preempted_by: str = ""
+    """The workload whose pods evicted some of this one's (its message names it when they find no room)."""
 
 
 @dataclass
@@ -58,6 +66,13 @@ class Run:
         """One more pod of workload `index` landed on `node`."""
         held = self.occupants.setdefault(node, {})
         held[index] = held.get(index, 0) + 1
+
+    def release(self, node: int, index: int) -> None:
+        """A pod of workload `index` was evicted from `node`."""
+        held = self.occupants[node]
+        held[index] -= 1
+        if not held[index]:
+            del held[index]
 
     def holders(self, shape: PodShape) -> Holders:
         """Who holds pods on the nodes that pass `shape`'s filters (at the end of the run), per workload
@@ -105,18 +120,39 @@ class Holders:
         return (int(self.cum[k - 1]), int(self.cum_count[k - 1])) if k > 0 else (0, 0)
 
 
+@dataclass
+class Priorities:
+    """What preemption needs of a check (gpufleet.scheduling.engine builds it when some pod may preempt)."""
+
+    priority: dict[int, int]
+    """Per workload index, its pods' priority."""
+    preempts: dict[int, bool]
+    """Per workload index, whether its pods may preempt (not preemptionPolicy Never)."""
+    running: list[list[Victim]]
+    """Per node, the pods running there before the check."""
+    budgets: list = field(default_factory=list)
+    """The PodDisruptionBudgets (gpufleet.scheduler.framework.preemption.Budget)."""
+
+
+#: When pods placed during a check start (seconds): after every running pod, in placement order.
+STARTED_IN_CHECK = 1e12
+_PREEMPTION = DefaultPreemption.name
+
+
 class Simulation:
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
-                 same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None):
+                 same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None,
+                 priorities: Priorities | None = None):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
         for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
         against the others, when some pod's placement depends on where other pods are (`base` then keeps
-        the pods on each node)."""
+        the pods on each node); `priorities`: when some pod may preempt others."""
         self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
         if dra_base is not None:
             dra_base.attach(base.nodes)
         self.kind_of = same_node_kind
         self.constraints = constraints or {}
+        self.priorities = priorities
 
     def run(self, seed: int) -> Run:
         rng = random.Random(seed)
@@ -126,6 +162,9 @@ class Simulation:
         placed = Landed()  # every pod's node, in placement order
         failed_before: dict[int, tuple[int, Cycle]] = {}  # shape -> (len(placed) then, the cycle that failed)
         kept_for: dict[int, Kept] = {}  # shape -> its feasibility and scores, kept up to date
+        pre = None
+        if self.priorities is not None:
+            pre = PreemptionState(snap, [list(pods) for pods in self.priorities.running], self.priorities.budgets, rng)
         for index, shape in self.shapes.items():
             w = self.workloads[index]
             out = run.outcomes[index] = Outcome()
@@ -143,6 +182,13 @@ class Simulation:
             if pod is not None and (has_pod_rules(w.spec) or (snap.placed is not None
                                                               and snap.placed.concern(w.namespace, w.labels))):
                 out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
+            elif pre is not None and self.priorities is not None and self.priorities.preempts[index]:
+                start = self._preempting(snap, shape, index, w.replicas, start, rng, tie, placed, run, pre)
+                if out.evicted:  # evictions gave capacity back: what the caches say no longer holds
+                    kept_for.clear()
+                    failed_before.clear()
+                    start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
+                continue
             elif id(shape) in failed_before:
                 # Capacity only shrinks during a check: a pod that fitted nowhere still fits nowhere (and the
                 # search went through every node, so the start index stays). Only the message may change,
@@ -164,12 +210,100 @@ class Simulation:
             placed.extend(out.nodes)
             for node in out.nodes:
                 run.hold(node, index)
+            if pre is not None:
+                for node in out.nodes:
+                    self._on_node(pre, node, index, len(placed))
             if failed is not None:
                 # Nothing frees capacity during a check: the remaining replicas fail the same way.
                 out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
                 if pod is None:
                     failed_before[id(shape)] = (len(placed), failed)
         return run
+
+    def _on_node(self, pre: PreemptionState, node: int, index: int, seq: int) -> None:
+        """A pod of workload `index` landed on `node`: preemption may evict it later."""
+        w, shape = self.workloads[index], self.shapes[index]
+        assert self.priorities is not None
+        pre.on_node[node].append(Victim(self.priorities.priority[index], STARTED_IN_CHECK + seq, w.key, index,
+                                        w.namespace, dict(w.labels), shape.requests, shape.nonzero, shape.ports))
+
+    def _preempting(self, snap: Snapshot, shape: PodShape, index: int, count: int, start: int, rng, tie,
+                    placed: Landed, run: Run, pre: PreemptionState) -> int:
+        """`count` pods of a workload that may preempt: each that finds no node goes through PostFilter
+        (DefaultPreemption); when it nominates a node, the victims are evicted and the pod lands there in its
+        next cycle (the nominated node is tried first, and it fits once they are gone). Returns the next start."""
+        assert self.priorities is not None
+        w, out = self.workloads[index], run.outcomes[index]
+        pod = Preemptor(shape, self.priorities.priority[index], True)
+        left = count
+        while left:
+            got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed)
+            for node in got:
+                self._land(pre, placed, run, index, node)
+            left -= len(got)
+            if failed is None:
+                break
+            node = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
+            decision = pre.decision
+            if node is None or decision is None:
+                out.pending += left
+                out.message, out.blocked = failed.message, failed.blocked
+                break
+            if pre.random_pick:
+                run.decisive_ties += 1
+            for victim in decision.victims:
+                pre.evict(node, victim)
+                out.evicted.append((node, victim, decision.broken.get(id(victim), "")))
+                if victim.index >= 0:
+                    held = run.outcomes[victim.index]
+                    held.nodes.remove(node)
+                    held.placed -= 1
+                    held.preempted_by = held.preempted_by or w.key
+                    run.release(node, victim.index)
+                    pre.evictions[victim.index] = pre.evictions.get(victim.index, 0) + 1
+            snap.place(node, shape.requests, shape.nonzero, shape.ports)
+            self._land(pre, placed, run, index, node)
+            out.by_preemption += 1
+            left -= 1
+        return start
+
+    def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int) -> None:
+        out = run.outcomes[index]
+        out.nodes.append(node)
+        out.placed += 1
+        placed.extend([node])
+        run.hold(node, index)
+        self._on_node(pre, node, index, len(placed))
+
+    def _replace_evicted(self, snap: Snapshot, rng, tie, placed: Landed, run: Run, pre: PreemptionState,
+                         start: int) -> int:
+        """The evicted pods' controllers make new ones, scheduled after the preemptor's (the scheduler's queue
+        pops the highest priority first); a bare Pod is gone for good. New ones may preempt in turn (only
+        pods of lower priority still, so this ends)."""
+        assert self.priorities is not None
+        priority = self.priorities.priority
+        while pre.evictions:
+            index = min(pre.evictions, key=lambda i: (-priority[i], i))
+            count = pre.evictions.pop(index)
+            w, out = self.workloads[index], run.outcomes[index]
+            if w.kind == "Pod":
+                out.pending += count
+                out.message = (f"preempted by {out.preempted_by}: the scheduler evicted it for a pod of higher "
+                               f"priority, and a bare Pod is not made again")
+                continue
+            before = out.pending
+            if self.priorities.preempts[index]:
+                start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre)
+            else:
+                got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed)
+                for node in got:
+                    self._land(pre, placed, run, index, node)
+                if failed is not None:
+                    out.pending += count - len(got)
+                    out.message, out.blocked = failed.message, failed.blocked
+            if out.pending > before:
+                out.message = f"preempted by {out.preempted_by}, its new pods find no room: {out.message}"
+        return start
 
     def _one_by_one(self, snap: Snapshot, shape: PodShape, w: PodWorkload, index: int, pod: PodConstraints,
                     start: int, rng, run: Run) -> tuple[list[int], Cycle | None, int]:

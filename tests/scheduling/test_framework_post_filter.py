@@ -35,11 +35,12 @@ def test_no_post_filter_plugin_nominates_and_the_pod_stays_pending():
 
 def test_dynamic_resources_filters_last_and_post_filters_first_as_v1_34_places_it():
     names = [plugin.name for plugin, _ in PROFILE]
-    # applyDynamicResources: just before DefaultPreemption, which follows InterPodAffinity (not emulated).
+    # applyDynamicResources: just before DefaultPreemption, which follows InterPodAffinity.
     assert names.index("DynamicResources") == names.index("InterPodAffinity") + 1
+    assert names.index("DefaultPreemption") == names.index("DynamicResources") + 1
     framework = Framework(PROFILE)
     assert [p.name for p in framework.claims_plugins] == ["DynamicResources"]
-    assert [p.name for p in framework.post_filters] == ["DynamicResources"]
+    assert [p.name for p in framework.post_filters] == ["DynamicResources", "DefaultPreemption"]
     assert [weight for plugin, weight in PROFILE if isinstance(plugin, DynamicResources)] == [None]  # no score
 
 

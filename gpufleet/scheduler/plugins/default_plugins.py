@@ -2,14 +2,15 @@
 (pkg/scheduler/apis/config/v1/default_plugins.go). The one place where a plugin joins the profile.
 
 Not listed: plugins whose answers a check cannot change (SchedulingGates, PrioritySort, NodeName, the volume
-plugins, DefaultBinder), and DefaultPreemption, not emulated: a check evicts no running pod. DynamicResources
-stands where v1.34's applyDynamicResources puts it, just before DefaultPreemption: its Filter runs last, and
-its PostFilter (deallocating an idle claim) comes before preemption's.
+plugins, DefaultBinder). DynamicResources stands where v1.34's applyDynamicResources puts it, just before
+DefaultPreemption: its Filter runs last, and its PostFilter (deallocating an idle claim) comes before
+preemption's.
 """
 
 from __future__ import annotations
 
 from gpufleet.scheduler.framework.interface import Plugin
+from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption
 from gpufleet.scheduler.plugins.dynamicresources import DynamicResources
 from gpufleet.scheduler.plugins.imagelocality import ImageLocality
 from gpufleet.scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -30,6 +31,7 @@ PROFILE: list[tuple[Plugin, int | None]] = [
     (PodTopologySpread(), 2),
     (InterPodAffinity(), 2),
     (DynamicResources(), None),
+    (DefaultPreemption(), None),
     (BalancedAllocation(), 1),
     (ImageLocality(), 1),
 ]

@@ -37,6 +37,11 @@ class UsedPorts:
                 counts = by_ip[address] = np.zeros(self.n, dtype=np.int64)
             counts[node] += 1
 
+    def remove(self, node: int, ports: tuple[HostPort, ...]) -> None:
+        """A pod that held `ports` on `node` is gone (preempted)."""
+        for protocol, address, port in ports:
+            self.held[(protocol, port)][address][node] -= 1
+
     def _clashing(self, wanted: tuple[HostPort, ...]):
         """The per-node counts of every held port that one of the wanted ports clashes with
         (HostPortInfo.CheckConflict: same protocol and port, and 0.0.0.0 on either side or the same IP)."""

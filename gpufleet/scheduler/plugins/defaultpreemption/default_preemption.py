@@ -1,0 +1,146 @@
+"""DefaultPreemption: the PostFilter that, when a pod fits no node, looks for a node where evicting pods of lower
+priority makes it fit, and nominates it (gpufleet.scheduler.framework.preemption weighs victims and nodes).
+
+- A pod whose preemptionPolicy is Never (its own, or its PriorityClass's) preempts nothing.
+- The nodes looked at are those that failed a filter that evictions could change (resources, pod count, host
+  ports): a node that fails a filter reading only the pod and the node (taints, node affinity, cordon) is
+  left out, as upstream leaves out nodes whose status is UnschedulableAndUnresolvable.
+- Upstream does not try every such node: it wants max(10% of them, 100) candidates, capped at their number,
+  and starts at a random offset among them, stopping once it has that many candidates, at least one of them
+  breaking no PodDisruptionBudget. The offset here is drawn from the run's seeded generator, so one run is
+  reproducible and the check's several runs see several offsets (a draw happens only when some node has a
+  lower-priority pod, so a check without priorities draws nothing and runs as before).
+- Budgets: each budget's allowed disruptions are its status.disruptionsAllowed less the pods already evicted
+  in the run, or, without status, computed from minAvailable or maxUnavailable over the pods it covers.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufleet.scheduler.framework.interface import Plugin
+from gpufleet.scheduler.framework.preemption import (
+    Budget,
+    Candidate,
+    NodeOps,
+    Victim,
+    pick_one_node,
+    select_victims_on_node,
+)
+
+#: DefaultPreemptionArgs' defaults.
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+def candidates_to_find(potential: int) -> int:
+    """How many candidate nodes the dry run looks for among `potential` nodes."""
+    return min(max(potential * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE), potential)
+
+
+@dataclass
+class Preemptor:
+    """The pod that found no node (PostFilter's pod state)."""
+
+    shape: Any
+    """Its PodShape (gpufleet.scheduler.snapshot)."""
+    priority: int
+    preempts: bool
+
+
+@dataclass
+class PreemptionState:
+    """One run's pods per node as preemption sees them, the budgets, and the last decision."""
+
+    snap: Any
+    """The run's Snapshot (gpufleet.scheduler.snapshot)."""
+    on_node: list[list[Victim]]
+    budgets: list[Budget]
+    rng: random.Random
+    evicted: list[int] = field(default_factory=list)
+    """Per budget: the pods it covers evicted so far in the run."""
+    decision: Candidate | None = None
+    random_pick: bool = False
+    """Whether the last decision rested on the run's random draws (the offset or a full tie)."""
+    evictions: dict[int, int] = field(default_factory=dict)
+    """Per workload of the check: its pods evicted and not made again yet (their controller remakes them)."""
+
+    def __post_init__(self) -> None:
+        self.evicted = [0] * len(self.budgets)
+
+    def allowed(self) -> list[int]:
+        """Per budget, the disruptions it allows now."""
+        out = []
+        for i, budget in enumerate(self.budgets):
+            if budget.allowed is not None:
+                out.append(budget.allowed - self.evicted[i])
+                continue
+            healthy = sum(1 for pods in self.on_node for p in pods if budget.covers(p))
+            expected = healthy + self.evicted[i]
+            out.append(max(0, healthy - _desired(budget, expected)))
+        return out
+
+    def evict(self, node: int, victim: Victim) -> None:
+        """Take a victim off its node for good."""
+        self.on_node[node].remove(victim)
+        self.snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+        for i, budget in enumerate(self.budgets):
+            if budget.covers(victim):
+                self.evicted[i] += 1
+
+
+def _scaled(value: int | str, expected: int) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(int(value[:-1]) * expected / 100)
+    return int(value)
+
+
+def _desired(budget: Budget, expected: int) -> int:
+    """The healthy pods a budget wants (the disruption controller's desiredHealthy)."""
+    if budget.max_unavailable is not None:
+        return max(0, expected - _scaled(budget.max_unavailable, expected))
+    if budget.min_available is not None:
+        return _scaled(budget.min_available, expected)
+    return 0
+
+
+class DefaultPreemption(Plugin):
+    name = "DefaultPreemption"
+
+    def post_filter(self, state: Any, pod_state: Any, failures: dict[str, int]) -> int | None:
+        """The node nominated for the pod (its victims in `state.decision`), or None."""
+        if not isinstance(state, PreemptionState) or not isinstance(pod_state, Preemptor):
+            return None
+        state.decision, state.random_pick = None, False
+        if not pod_state.preempts:
+            return None
+        snap, shape, priority = state.snap, pod_state.shape, pod_state.priority
+        potential = shape.eligible_nodes.tolist()
+        if not any(p.priority < priority for i in potential for p in state.on_node[i]):
+            return None
+        wanted = candidates_to_find(len(potential))
+        offset = state.rng.randrange(len(potential))
+        allowed = state.allowed()
+        fine: list[Candidate] = []
+        violating: list[Candidate] = []
+        for k in range(len(potential)):
+            node = potential[(offset + k) % len(potential)]
+            ops = NodeOps(lambda v, i=node: snap.unplace(i, v.requests, v.nonzero, v.ports),
+                          lambda v, i=node: snap.place(i, v.requests, v.nonzero, v.ports),
+                          lambda i=node: shape.fits_one(snap, i))
+            found = select_victims_on_node(node, priority, state.on_node[node], ops, state.budgets, allowed)
+            if found is None or not found.victims:
+                continue
+            (violating if found.violations else fine).append(found)
+            if fine and len(fine) + len(violating) >= wanted:
+                break
+        candidates = fine + violating
+        if not candidates:
+            return None
+        chosen, tied = pick_one_node(candidates, state.rng)
+        state.decision = chosen
+        state.random_pick = tied or wanted < len(potential)
+        return chosen.node

@@ -1,0 +1,95 @@
+"""What a check needs for preemption: the pods' priorities, the running pods as victims, the
+PodDisruptionBudgets, and the verdict of a workload that runs by evicting others (docs/capacity.md,
+Preemption)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from gpufleet.admission.priority import priority_classes
+from gpufleet.capacity.model import BoundPod
+from gpufleet.errors import InputError
+from gpufleet.manifests.workloads import PodWorkload
+from gpufleet.scheduler.framework.preemption import Budget, Victim
+from gpufleet.scheduler.snapshot import Snapshot
+from gpufleet.scheduling.result import Evicted, Preemption
+from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, Priorities
+
+
+def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices: Sequence[int],
+                     running: Sequence[BoundPod], snap: Snapshot) -> Priorities | None:
+    """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
+    (none may, or none has a lower-priority pod to evict): the check then runs as it always did."""
+    known = priority_classes(objects)
+    priority = {i: known.of(workloads[i].spec) for i in indices}
+    preempts = {i: known.preempts(workloads[i].spec) for i in indices}
+    on_node = [p for p in running if p.node in snap.index]
+    levels = [known.of({}, p.priority_class) if p.priority is None else p.priority for p in on_node]
+    lowest = min([*priority.values(), *levels], default=0)
+    if not any(preempts[i] and priority[i] > lowest for i in indices):
+        return None
+    pods: list[list[Victim]] = [[] for _ in range(snap.n)]
+    for p, level in zip(on_node, levels, strict=True):
+        pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
+                                               p.requests, p.non_zero(), p.ports))
+    return Priorities(priority, preempts, pods, budgets_of(objects))
+
+
+def _started(stamp: str) -> float:
+    """status.startTime in seconds; a pod not started yet counts as starting now (after every other)."""
+    if not stamp:
+        return STARTED_IN_CHECK
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return STARTED_IN_CHECK
+
+
+def _count(value: Any, where: str) -> int | str | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return value
+    raise InputError(f"{where}: {value!r} is not a count of pods or a percentage (allowed: 2, \"50%\")")
+
+
+def budgets_of(objects: list[dict]) -> list[Budget]:
+    """The PodDisruptionBudgets among `objects`; a malformed one exits 2 naming its field."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") != "PodDisruptionBudget":
+            continue
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
+        ref = f"PodDisruptionBudget/{namespace}/{name}"
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        selector = spec.get("selector")
+        if selector is not None and not isinstance(selector, dict):
+            raise InputError(f"{ref}: spec.selector: {selector!r} is not a label selector (expected matchLabels "
+                             f"and/or matchExpressions)")
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        allowed = status.get("disruptionsAllowed")
+        if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):
+            raise InputError(f"{ref}: status.disruptionsAllowed: {allowed!r} is not an integer")
+        out.append(Budget(namespace, name, selector or {},
+                          _count(spec.get("minAvailable"), f"{ref}: spec.minAvailable"),
+                          _count(spec.get("maxUnavailable"), f"{ref}: spec.maxUnavailable"), allowed))
+    return out
+
+
+def preemption_verdict(key: str, outcome: Outcome, node_names: Sequence[str]) -> Preemption | None:
+    """The pods a workload runs by preemption in one run, and whom they evicted (grouped per workload, node,
+    priority and broken budget, in eviction order)."""
+    if not outcome.by_preemption:
+        return None
+    groups: dict[tuple[str, int, int, str], int] = {}
+    for node, victim, budget in outcome.evicted:
+        group = (victim.key, node, victim.priority, budget)
+        groups[group] = groups.get(group, 0) + 1
+    victims = tuple(Evicted(w, n, node_names[node], priority, budget)
+                    for (w, node, priority, budget), n in groups.items())
+    return Preemption(key, outcome.by_preemption, victims)
