@@ -22,7 +22,7 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
                      running: Sequence[BoundPod], snap: Snapshot) -> Priorities | None:
     """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
     (none may, or none has a lower-priority pod to evict): the check then runs as it always did."""
-    known = priority_classes(objects)
+    known, budgets = priority_classes(objects), budgets_of(objects)  # a malformed budget exits 2 either way
     priority = {i: known.of(workloads[i].spec) for i in indices}
     preempts = {i: known.preempts(workloads[i].spec) for i in indices}
     on_node = [p for p in running if p.node in snap.index]
@@ -34,7 +34,7 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     for p, level in zip(on_node, levels, strict=True):
         pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
                                                p.requests, p.non_zero(), p.ports))
-    return Priorities(priority, preempts, pods, budgets_of(objects))
+    return Priorities(priority, preempts, pods, budgets)
 
 
 def _started(stamp: str) -> float:

@@ -1,0 +1,314 @@
+"""Priorities and preemption in `gpufleet check`: kube-scheduler 1.34's DefaultPreemption."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpufleet.capacity.kubectl import bound_pods
+from gpufleet.capacity.model import Capacity
+from gpufleet.scheduler.framework.preemption import (
+    Budget,
+    Candidate,
+    NodeOps,
+    Victim,
+    pick_one_node,
+    select_victims_on_node,
+)
+from gpufleet.scheduling.engine import check_workloads
+from tests.cli.run_inprocess import run
+from tests.scheduling.kube import node
+
+# --- helpers -------------------------------------------------------------------------------------------------
+
+
+def victim(priority: int, gpus: int = 4, *, start: float = 0.0, labels: dict | None = None, key: str = "w") -> Victim:
+    return Victim(priority, start, key, -1, "team", labels or {}, {"nvidia.com/gpu": gpus}, (0, 0))
+
+
+class GpuNode:
+    """A node of `capacity` GPUs holding pods, for the evaluator's callbacks."""
+
+    def __init__(self, capacity: int, pods: list[Victim], need: int):
+        self.capacity, self.pods, self.need = capacity, pods, need
+        self.used = sum(p.requests["nvidia.com/gpu"] for p in pods)
+
+    def ops(self) -> NodeOps:
+        def remove(p: Victim) -> None:
+            self.used -= p.requests["nvidia.com/gpu"]
+
+        def add(p: Victim) -> None:
+            self.used += p.requests["nvidia.com/gpu"]
+
+        return NodeOps(remove, add, lambda: self.used + self.need <= self.capacity)
+
+
+def priority_class(name: str, value: int, **extra) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value, **extra}
+
+
+def deployment(name: str, namespace: str, replicas: int, gpus: int, **spec) -> dict:
+    labels = {"app": name}
+    container = {"name": "c", "image": "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04",
+                 "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [container], **spec}}}}
+
+
+def running(name: str, node_name: str, gpus: int, *, priority: int | None = None, namespace: str = "team-b",
+            owner: str = "train-5f6d", start: str = "2026-11-01T10:00:00Z", labels: dict | None = None) -> dict:
+    limits = {"nvidia.com/gpu": gpus}
+    spec: dict = {"nodeName": node_name, "containers": [{"name": "c", "resources": {"limits": limits}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    meta = {"name": name, "namespace": namespace,
+            "labels": {"app": "train", "pod-template-hash": "5f6d", **(labels or {})},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "controller": True}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": "Running", "startTime": start}}
+
+
+def pdb(name: str, namespace: str, selector: dict, **spec) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"selector": {"matchLabels": selector}, **spec}}
+
+
+# --- victims on one node -------------------------------------------------------------------------------------
+
+
+def test_every_lower_pod_is_removed_then_the_most_important_are_reprieved_first():
+    high, low = victim(100), victim(50)
+    gpu = GpuNode(8, [low, high], need=4)
+    found = select_victims_on_node(0, 1000, gpu.pods, gpu.ops(), [], [])
+    assert found is not None and found.victims == [low] and found.violations == 0
+    assert gpu.used == 8  # the node is left as it was
+
+
+def test_an_earlier_start_is_reprieved_before_a_later_one_of_equal_priority():
+    older, newer = victim(10, start=1.0), victim(10, start=2.0)
+    gpu = GpuNode(8, [newer, older], need=4)
+    found = select_victims_on_node(0, 1000, gpu.pods, gpu.ops(), [], [])
+    assert found is not None and found.victims == [newer]
+
+
+def test_pods_a_budget_protects_are_reprieved_before_higher_priority_ones():
+    high, protected = victim(100), victim(50, labels={"app": "db"})
+    budget = Budget("team", "db", {"matchLabels": {"app": "db"}})
+    gpu = GpuNode(8, [high, protected], need=4)
+    found = select_victims_on_node(0, 1000, gpu.pods, gpu.ops(), [budget], [0])
+    assert found is not None and found.victims == [high] and found.violations == 0
+
+
+def test_a_budget_is_broken_when_nothing_else_makes_room_and_the_breach_is_counted():
+    protected = victim(50, 8, labels={"app": "db"})
+    budget = Budget("team", "db", {"matchLabels": {"app": "db"}})
+    gpu = GpuNode(8, [protected], need=4)
+    found = select_victims_on_node(0, 1000, gpu.pods, gpu.ops(), [budget], [0])
+    assert found is not None and found.victims == [protected] and found.violations == 1
+    assert found.broken == {id(protected): "team/db"}
+
+
+def test_a_node_where_evicting_every_lower_pod_is_not_enough_is_no_candidate():
+    equal, low = victim(1000, 4), victim(10, 2)
+    gpu = GpuNode(8, [equal, low], need=6)
+    assert select_victims_on_node(0, 1000, gpu.pods, gpu.ops(), [], []) is None
+    assert gpu.used == 6
+
+
+# --- the node among candidates, criterion by criterion ---------------------------------------------------------
+
+
+def candidate(node: int, priorities: list[int], violations: int = 0, starts: list[float] | None = None) -> Candidate:
+    starts = starts or [0.0] * len(priorities)
+    return Candidate(node, [victim(p, start=s) for p, s in zip(priorities, starts, strict=True)], violations)
+
+
+def test_fewest_budget_violations_wins_over_lower_victim_priority():
+    chosen, _ = pick_one_node([candidate(0, [1], violations=1), candidate(1, [900])], random.Random(0))
+    assert chosen.node == 1
+
+
+def test_then_the_lowest_highest_victim_priority():
+    chosen, _ = pick_one_node([candidate(0, [500]), candidate(1, [100, 100, 100])], random.Random(0))
+    assert chosen.node == 1
+
+
+def test_then_the_smallest_sum_of_priorities_which_counts_each_victim_from_the_lowest_int32():
+    # Two victims of priority 10 weigh more than one of 10 whatever their priorities: each counts from -2^31.
+    chosen, _ = pick_one_node([candidate(0, [10, 10]), candidate(1, [10])], random.Random(0))
+    assert chosen.node == 1
+    chosen, _ = pick_one_node([candidate(0, [10, 1]), candidate(1, [10, 5])], random.Random(0))
+    assert chosen.node == 0
+
+
+def test_then_the_latest_start_of_the_highest_priority_victims():
+    chosen, _ = pick_one_node([candidate(0, [10], starts=[5.0]), candidate(1, [10], starts=[9.0])], random.Random(0))
+    assert chosen.node == 1
+
+
+def test_nodes_tied_on_every_criterion_are_picked_at_random_by_the_run():
+    picks = {pick_one_node([candidate(0, [10]), candidate(1, [10])], random.Random(seed))[0].node
+             for seed in range(20)}
+    assert picks == {0, 1}
+    assert pick_one_node([candidate(0, [10]), candidate(1, [10])], random.Random(0))[1] is True
+
+
+# --- the check -----------------------------------------------------------------------------------------------
+
+CLASSES = [priority_class("serving", 1000), priority_class("batch", 100)]
+
+
+def test_a_later_high_priority_workload_evicts_an_earlier_low_priority_one():
+    result = check_workloads([node("gpu-1", 8)], [], [
+        *CLASSES, deployment("train", "team-b", 2, 4, priorityClassName="batch"),
+        deployment("infer", "ml", 1, 4, priorityClassName="serving")])
+    assert [p.to_json() for p in result.preemptions] == [{"workload": "Deployment/ml/infer", "pods": 1, "victims": [
+        {"workload": "Deployment/team-b/train", "pods": 1, "node": "gpu-1", "priority": 100, "pdbViolated": False}]}]
+    [stuck] = result.unschedulable
+    assert (stuck.workload, stuck.pending) == ("Deployment/team-b/train", 1)
+    assert "preempted by Deployment/ml/infer" in stuck.message
+
+
+def test_running_pods_of_lower_priority_are_evicted_and_named_by_their_deployment():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=100)]
+    result = check_workloads([node("gpu-1", 8)], pods, [*CLASSES, deployment("infer", "ml", 1, 8,
+                                                                              priorityClassName="serving")])
+    assert result.fits and result.preemptions[0].victims[0].workload == "Deployment/team-b/train"
+
+
+def test_preemption_policy_never_keeps_the_pod_pending_on_the_pod_or_its_class():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=100)]
+    for classes, spec in (([priority_class("polite", 1000, preemptionPolicy="Never")], {"priorityClassName": "polite"}),
+                          (CLASSES, {"priorityClassName": "serving", "preemptionPolicy": "Never"})):
+        result = check_workloads([node("gpu-1", 8)], pods, [*classes, deployment("infer", "ml", 1, 8, **spec)])
+        assert not result.preemptions and [u.workload for u in result.unschedulable] == ["Deployment/ml/infer"]
+
+
+def test_the_global_default_class_gives_its_priority_to_pods_naming_none():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=0)]
+    manifests = [priority_class("everyone", 500, globalDefault=True), deployment("infer", "ml", 1, 8)]
+    assert check_workloads([node("gpu-1", 8)], pods, manifests).fits
+    # the running pod without spec.priority gets the default too: nothing lower to evict
+    unresolved = [running("train-5f6d-a", "gpu-1", 8)]
+    result = check_workloads([node("gpu-1", 8)], unresolved, manifests)
+    assert [u.workload for u in result.unschedulable] == ["Deployment/ml/infer"]
+
+
+def test_nothing_lower_to_evict_leaves_the_usual_pending_verdict():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=1000)]
+    manifests = [deployment("infer", "ml", 1, 8, priorityClassName="serving")]
+    with_classes = check_workloads([node("gpu-1", 8)], pods, [*CLASSES, *manifests])
+    without = check_workloads([node("gpu-1", 8)], [running("train-5f6d-a", "gpu-1", 8)], manifests)
+    assert not with_classes.preemptions
+    assert [u.to_json() for u in with_classes.unschedulable] == [u.to_json() for u in without.unschedulable]
+
+
+def test_the_node_whose_victims_break_no_budget_is_chosen():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=100, labels={"tier": "kept"}),
+            running("train-5f6d-b", "gpu-2", 8, priority=100)]
+    manifests = [*CLASSES, pdb("kept", "team-b", {"tier": "kept"}, minAvailable=1),
+                 deployment("infer", "ml", 1, 8, priorityClassName="serving")]
+    for seed_runs in (1, 3):
+        result = check_workloads([node("gpu-1", 8), node("gpu-2", 8)], pods, manifests, tie_runs=seed_runs)
+        assert result.preemptions[0].victims[0].node == "gpu-2"
+
+
+def test_a_budget_is_violated_rather_than_leaving_the_pod_pending():
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=100)]
+    manifests = [*CLASSES, pdb("train", "team-b", {"app": "train"}, minAvailable=1),
+                 deployment("infer", "ml", 1, 8, priorityClassName="serving")]
+    result = check_workloads([node("gpu-1", 8)], pods, manifests)
+    assert result.fits and result.preemptions[0].victims[0].budget == "team-b/train"
+
+
+def write_inputs(tmp_path, pods: list[dict], manifests: list[dict]):
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("gpu-07", 8)]}))
+    pod_file = tmp_path / "pods.json"
+    pod_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump_all(manifests))
+    return nodes, pod_file, app
+
+
+def test_text_and_json_follow_the_contract(tmp_path):
+    nodes, pods, app = write_inputs(tmp_path, [running("train-5f6d-a", "gpu-07", 4, priority=100),
+                                               running("train-5f6d-b", "gpu-07", 4, priority=100)],
+                                    [*CLASSES, pdb("train", "team-b", {"app": "train"}, maxUnavailable=1),
+                                     deployment("infer", "ml", 1, 8, priorityClassName="serving")])
+    text = run("check", "--nodes", nodes, "--pods", pods, app)
+    assert text.code == 0, text.err
+    # the budget lets one pod go: the second eviction breaks it
+    assert ("fits by preemption: Deployment/ml/infer runs by evicting 1 pod(s) of Deployment/team-b/train on "
+            "gpu-07 (priority 100; PodDisruptionBudget team-b/train violated), 1 pod(s) of Deployment/team-b/train "
+            "on gpu-07 (priority 100)") in text.out
+    out = run("check", "--nodes", nodes, "--pods", pods, app, "--json")
+    doc = json.loads(out.out)
+    assert out.code == 0 and doc["fits"] and doc["unschedulable"] == []
+    assert doc["preemptions"] == [{"workload": "Deployment/ml/infer", "pods": 1, "victims": [
+        {"workload": "Deployment/team-b/train", "pods": 1, "node": "gpu-07", "priority": 100, "pdbViolated": True},
+        {"workload": "Deployment/team-b/train", "pods": 1, "node": "gpu-07", "priority": 100, "pdbViolated": False}]}]
+
+
+def test_a_malformed_budget_exits_2_naming_the_field(tmp_path):
+    nodes, pods, app = write_inputs(tmp_path, [], [pdb("train", "team-b", {"app": "train"}, minAvailable="half"),
+                                                   deployment("infer", "ml", 1, 8)])
+    out = run("check", "--nodes", nodes, "--pods", pods, app)
+    assert out.code == 2 and "PodDisruptionBudget/team-b/train: spec.minAvailable: 'half'" in out.err
+
+
+def test_running_pods_carry_priority_owner_and_start_time_through_a_capacity_file():
+    [pod] = bound_pods([running("train-5f6d-a", "gpu-1", 8, priority=100)])
+    assert (pod.priority, pod.key, pod.start) == (100, "Deployment/team-b/train", "2026-11-01T10:00:00Z")
+    again = Capacity.from_json(Capacity("test", [], [pod]).to_json()).pods[0]
+    assert again == pod and again.key == pod.key
+    job = running("j-x", "gpu-1", 1, priority=5)
+    job["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "nightly", "controller": True}]
+    bare = running("solo", "gpu-1", 1)
+    del bare["metadata"]["ownerReferences"]
+    assert [p.key for p in bound_pods([job, bare])] == ["Job/team-b/nightly", "Pod/team-b/solo"]
+
+
+# --- a property ------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 8), st.sampled_from([0, 50, 100, 1000])),
+                min_size=1, max_size=10),
+       st.integers(1, 8), st.sampled_from([50, 100, 1000, 5000]), st.integers(1, 3))
+def test_victims_are_always_of_lower_priority_and_the_preemptor_fits_where_it_ran(running_pods, gpus, priority,
+                                                                                   replicas):
+    nodes = [node(f"gpu-{i}", 8) for i in range(4)]
+    pods, used = [], [0] * 4
+    for k, (at, size, level) in enumerate(running_pods):
+        if used[at] + size <= 8:
+            used[at] += size
+            pods.append(running(f"train-5f6d-{k}", f"gpu-{at}", size, priority=level))
+    manifests = [priority_class("mine", priority), deployment("infer", "ml", replicas, gpus, priorityClassName="mine")]
+    result = check_workloads(nodes, pods, manifests)
+    for p in result.preemptions:
+        assert all(v.priority < priority for v in p.victims)
+    pending = sum(u.pending for u in result.unschedulable if u.workload == "Deployment/ml/infer")
+    placed = sum(n for w, _, n in result.placements if w == "Deployment/ml/infer")
+    assert placed + pending == replicas
+    by_node = {}
+    for _, name, n in result.placements:
+        by_node[name] = by_node.get(name, 0) + n * gpus
+    evicted = {}
+    for p in result.preemptions:
+        for v in p.victims:
+            evicted[v.node] = evicted.get(v.node, 0) + v.pods
+    # what stays running plus the preemptor's pods fit every node
+    for i in range(4):
+        name = f"gpu-{i}"
+        kept = sorted((p for p in pods if p["spec"]["nodeName"] == name), key=lambda p: p["spec"]["priority"])
+        remaining = sum(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] for p in kept)
+        assert by_node.get(name, 0) <= 8
+        if not evicted.get(name):
+            assert remaining + by_node.get(name, 0) <= 8
