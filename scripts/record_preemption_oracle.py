@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.cluster import Cluster, ClusterError, bin_dir  # noqa: E402
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_items, wait_nodes_ready  # noqa: E402
 from tests.e2e.workloads import PATHS, create_all, ensure_namespaces, workload_key  # noqa: E402
-from tests.scheduling.preemption_scenarios import pod_count, scenario, write  # noqa: E402
+from tests.scheduling.preemption_scenarios import owner_key, pod_count, scenario, write  # noqa: E402
 
 ABOUT = ("What a real control plane did with the scenarios tests/scheduling/preemption_scenarios.py "
          "`scenario(seed)` generates: etcd, kube-apiserver (Priority admission), kube-controller-manager "
@@ -53,21 +53,6 @@ ABOUT = ("What a real control plane did with the scenarios tests/scheduling/pree
 PREEMPTED = re.compile(r"Preempted by (?:pod )?(?:\S+/)?(?P<uid>[0-9a-f-]{36})(?: on node (?P<node>\S+))?")
 QUIET = 4.0
 PATHS.setdefault("PodDisruptionBudget", ("/apis/policy/v1", "poddisruptionbudgets"))
-
-
-def owner_key(pod: dict) -> str:
-    meta = pod["metadata"]
-    ns = meta["namespace"]
-    for ref in meta.get("ownerReferences") or ():
-        if not ref.get("controller"):
-            continue
-        if ref["kind"] == "ReplicaSet":
-            suffix = "-" + (meta.get("labels") or {}).get("pod-template-hash", "")
-            if ref["name"].endswith(suffix) and len(suffix) > 1:
-                return f"Deployment/{ns}/{ref['name'][:-len(suffix)]}"
-            return f"ReplicaSet/{ns}/{ref['name']}"
-        return f"{ref['kind']}/{ns}/{ref['name']}"
-    return f"Pod/{ns}/{meta['name']}"
 
 
 def trimmed_pod(pod: dict) -> dict:

@@ -149,6 +149,23 @@ def scenario(seed: int) -> dict:
             "manifests": manifests}
 
 
+def owner_key(pod: dict) -> str:
+    """A running pod's workload key as the contract names victims: a ReplicaSet's pod (named
+    `<deployment>-<pod-template-hash>`) is its Deployment's, a Job's its Job's, a bare pod its own."""
+    meta = pod["metadata"]
+    ns = meta["namespace"]
+    for ref in meta.get("ownerReferences") or ():
+        if not ref.get("controller"):
+            continue
+        if ref["kind"] == "ReplicaSet":
+            suffix = "-" + (meta.get("labels") or {}).get("pod-template-hash", "")
+            if ref["name"].endswith(suffix) and len(suffix) > 1:
+                return f"Deployment/{ns}/{ref['name'][:-len(suffix)]}"
+            return f"ReplicaSet/{ns}/{ref['name']}"
+        return f"{ref['kind']}/{ns}/{ref['name']}"
+    return f"Pod/{ns}/{meta['name']}"
+
+
 def write(s: dict, out: Path) -> list[Path]:
     """nodes.json, running.yaml (what the recorder runs first) and app.yaml (classes, PDBs, new workloads)."""
     out.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from tests.scheduling.preemption_scenarios import (
     HIGH,
     LOW,
     node,
+    owner_key,
     priority_class,
     scenario,
     workload,
@@ -125,7 +126,7 @@ def test_verdicts_and_victims_follow_the_real_scheduler_preemption(entry, tmp_pa
         ours_victims = victims_of(doc.get("preemptions") or [])
         held = {}
         for p in r["pods"]:
-            held.setdefault(owner(p), set()).add(p["spec"].get("nodeName"))
+            held.setdefault(owner_key(p), set()).add(p["spec"].get("nodeName"))
         for k in new:
             mine = ours_victims.get(k, {})
             if mine not in [c.get(k, {}) for c in counts]:
@@ -144,15 +145,3 @@ def test_verdicts_and_victims_follow_the_real_scheduler_preemption(entry, tmp_pa
                 problems.append(f"run {i}: {k} evicts on {nodes} nodes; the real runs on {low}-{high}")
     assert not problems, "\n".join(problems)
 
-
-def owner(pod: dict) -> str:
-    """The contract's victim workload key of a running pod."""
-    meta = pod["metadata"]
-    ns = meta["namespace"]
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller") and ref["kind"] == "ReplicaSet":
-            suffix = "-" + (meta.get("labels") or {}).get("pod-template-hash", "")
-            return f"Deployment/{ns}/{ref['name'][:-len(suffix)]}"
-        if ref.get("controller"):
-            return f"{ref['kind']}/{ns}/{ref['name']}"
-    return f"Pod/{ns}/{meta['name']}"
