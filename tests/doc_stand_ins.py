@@ -164,6 +164,20 @@ class Scenario:
     placeholders: dict[str, str] = field(default_factory=dict)
 
 
+def preemption(project: Path) -> list[str]:
+    """One 8-GPU node gpu-07 running a pod of Deployment team-b/train at priority 100 (a budget keeps one of
+    them); serving.yaml: a PriorityClass of 1000 and a Deployment ml/infer of one 8-GPU pod in it."""
+    from tests.scheduling.kube import node
+    from tests.scheduling.test_preemption import deployment, pdb, priority_class, running
+
+    serving = [priority_class("serving", 1000), pdb("train", "team-b", {"app": "train"}, minAvailable=1),
+               deployment("infer", "ml", 1, 8, priorityClassName="serving")]
+    write(project, {"nodes.json": kubectl_list([node("gpu-07", 8)]),
+                    "pods.json": kubectl_list([running("train-5f6d-a", "gpu-07", 8, priority=100)]),
+                    "serving.yaml": yaml.safe_dump_all(serving)})
+    return []
+
+
 DRA_FILES = ("dra.json", "claims.json", "slices.json", "my-claim-templates-and-pods.yaml")
 
 
@@ -187,6 +201,7 @@ SCENARIOS = [
     Scenario("L4 trap", names("workloads.yaml"), l4_trap),
     Scenario("DRA cluster", names(*DRA_FILES), dra_cluster),
     Scenario("autoscaling", names("groups.yaml"), autoscaling),
+    Scenario("preemption", names("serving.yaml"), preemption),
     Scenario("cluster", lambda e: True, cluster, {"<stack>": "dev", "MANIFEST...": "app.yaml"}),
 ]
 
