@@ -312,3 +312,17 @@ def test_victims_are_always_of_lower_priority_and_the_preemptor_fits_where_it_ra
         assert by_node.get(name, 0) <= 8
         if not evicted.get(name):
             assert remaining + by_node.get(name, 0) <= 8
+
+
+def test_a_budget_without_status_counts_as_the_disruption_controller_does():
+    from gpufleet.scheduler.plugins.defaultpreemption.default_preemption import _computed
+
+    deployment_pods = [victim(1, key="Deployment/team/train") for _ in range(4)]
+    job_pods = [victim(1, key="Job/team/nightly") for _ in range(4)]
+    assert _computed(Budget("team", "b", {}, min_available=3), deployment_pods, 0) == 1
+    assert _computed(Budget("team", "b", {}, min_available="50%"), deployment_pods, 0) == 2
+    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods, 0) == 1
+    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods[:3], 1) == 0  # one evicted
+    # a Job has no scale: a percentage or maxUnavailable allows nothing; an integer minAvailable counts pods
+    assert _computed(Budget("team", "b", {}, max_unavailable=2), job_pods, 0) == 0
+    assert _computed(Budget("team", "b", {}, min_available=2), job_pods, 0) == 2

@@ -11,7 +11,8 @@ priority makes it fit, and nominates it (gpufleet.scheduler.framework.preemption
   reproducible and the check's several runs see several offsets (a draw happens only when some node has a
   lower-priority pod, so a check without priorities draws nothing and runs as before).
 - Budgets: each budget's allowed disruptions are its status.disruptionsAllowed less the pods already evicted
-  in the run, or, without status, computed from minAvailable or maxUnavailable over the pods it covers.
+  in the run, or, without status, computed from minAvailable or maxUnavailable over the pods it covers, as the
+  disruption controller does (`_computed`).
 """
 
 from __future__ import annotations
@@ -78,9 +79,8 @@ class PreemptionState:
             if budget.allowed is not None:
                 out.append(budget.allowed - self.evicted[i])
                 continue
-            healthy = sum(1 for pods in self.on_node for p in pods if budget.covers(p))
-            expected = healthy + self.evicted[i]
-            out.append(max(0, healthy - _desired(budget, expected)))
+            covered = [p for pods in self.on_node for p in pods if budget.covers(p)]
+            out.append(_computed(budget, covered, self.evicted[i]))
         return out
 
     def evict(self, node: int, victim: Victim) -> None:
@@ -90,6 +90,25 @@ class PreemptionState:
         for i, budget in enumerate(self.budgets):
             if budget.covers(victim):
                 self.evicted[i] += 1
+
+
+#: Workload kinds whose scale the disruption controller can read (a budget in percent or maxUnavailable needs it).
+SCALABLE = ("Deployment", "ReplicaSet", "StatefulSet")
+
+
+def _computed(budget: Budget, covered: list[Victim], evicted: int) -> int:
+    """The disruptions a budget without status allows, as the disruption controller computes them: an integer
+    minAvailable counts every covered pod; a percentage or maxUnavailable counts the pods of scalable
+    controllers (a pod of none is left out) and allows nothing when a covered pod has another controller (a Job:
+    the controller finds no scale and fails safe)."""
+    healthy = len(covered)
+    if budget.max_unavailable is not None or isinstance(budget.min_available, str):
+        kinds = {p.key.split("/", 1)[0] for p in covered}
+        if kinds - {*SCALABLE, "Pod"}:
+            return 0
+        managed = sum(1 for p in covered if p.key.split("/", 1)[0] != "Pod")
+        return max(0, healthy - _desired(budget, managed + evicted))
+    return max(0, healthy - _desired(budget, healthy + evicted))
 
 
 def _scaled(value: int | str, expected: int) -> int:
