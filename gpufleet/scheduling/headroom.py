@@ -144,7 +144,7 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     key = f"Deployment/{namespace}/{PROBE_NAME}"
     result = check_workloads(node_list, pod_list, [*manifests, deployment],
                              extended_resource_toleration=extended_resource_toleration,
-                             tie_runs=tie_runs or HEADROOM_RUNS)
+                             tie_runs=tie_runs or HEADROOM_RUNS, preemption=False)  # free room only
     by_node = {node: n for k, node, n in result.placements if k == key}
     placed = sum(by_node.values())
     stuck = next((u for u in result.unschedulable if u.workload == key), None)
