@@ -10,6 +10,7 @@ from typing import Any
 
 from gpufleet.admission.priority import priority_classes
 from gpufleet.capacity.model import BoundPod
+from gpufleet.capacity.shape import Shape, label_selector
 from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.framework.preemption import Budget, Victim
@@ -68,9 +69,11 @@ def budgets_of(objects: list[dict]) -> list[Budget]:
         ref = f"PodDisruptionBudget/{namespace}/{name}"
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         selector = spec.get("selector")
-        if selector is not None and not isinstance(selector, dict):
-            raise InputError(f"{ref}: spec.selector: {selector!r} is not a label selector (expected matchLabels "
-                             f"and/or matchExpressions)")
+        shape = Shape()
+        label_selector(shape, selector, "spec.selector")
+        if shape.errors:
+            raise InputError("\n".join(f"{ref}: {e} (a label selector: matchLabels, matchExpressions)"
+                                        for e in shape.errors))
         status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         allowed = status.get("disruptionsAllowed")
         if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):

@@ -326,3 +326,25 @@ def test_a_budget_without_status_counts_as_the_disruption_controller_does():
     # a Job has no scale: a percentage or maxUnavailable allows nothing; an integer minAvailable counts pods
     assert _computed(Budget("team", "b", {}, max_unavailable=2), job_pods, 0) == 0
     assert _computed(Budget("team", "b", {}, min_available=2), job_pods, 0) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-2, 3) | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["matchLabels", "matchExpressions", "key", "operator", "values", "app"]),
+                        inner, max_size=3), max_leaves=8),
+       st.sampled_from(["selector", "minAvailable", "maxUnavailable", "status"]))
+def test_a_malformed_budget_never_crashes_the_check(value, field):
+    from gpufleet.errors import InputError
+
+    budget = pdb("train", "team-b", {"app": "train"})
+    if field == "status":
+        budget["status"] = {"disruptionsAllowed": value}
+    else:
+        budget["spec"][field] = value
+    pods = [running("train-5f6d-a", "gpu-1", 8, priority=100)]
+    try:
+        check_workloads([node("gpu-1", 8)], pods, [*CLASSES, budget, deployment("infer", "ml", 1, 8,
+                                                                                   priorityClassName="serving")])
+    except InputError as e:
+        assert "PodDisruptionBudget/team-b/train" in str(e)
