@@ -210,8 +210,10 @@ def pod_affinity_of(spec: Any) -> dict | None:
     return kept or None
 
 
-#: Kinds admission reads (gpufleet.admission): core quotas and limit ranges, priority classes, Kueue.
-ADMISSION_KINDS = ("ResourceQuota", "LimitRange", "PriorityClass", "ClusterQueue", "LocalQueue", "ResourceFlavor")
+#: Kinds admission reads (gpufleet.admission): core quotas and limit ranges, priority classes, Kueue; and the
+#: PodDisruptionBudgets preemption weighs.
+ADMISSION_KINDS = ("ResourceQuota", "LimitRange", "PriorityClass", "ClusterQueue", "LocalQueue", "ResourceFlavor",
+                   "PodDisruptionBudget")
 
 
 def _admission(items: Any, origin: str) -> list[dict]:

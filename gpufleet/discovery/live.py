@@ -55,10 +55,12 @@ DRA_PATHS = {"DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
              "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
              "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims"}
 DRA_API_VERSION = "resource.k8s.io/v1"
-#: What admission reads (kind -> (apiVersion, path)). Kueue's are read where it is installed (404 otherwise).
+#: What admission reads (kind -> (apiVersion, path)), and the PodDisruptionBudgets preemption weighs. Kueue's
+#: are read where it is installed (404 otherwise).
 ADMISSION_PATHS = {"ResourceQuota": ("v1", "/api/v1/resourcequotas"),
                    "LimitRange": ("v1", "/api/v1/limitranges"),
                    "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+                   "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1/poddisruptionbudgets"),
                    "ClusterQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"),
                    "LocalQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/localqueues"),
                    "ResourceFlavor": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors")}
@@ -417,8 +419,8 @@ class KubeconfigCluster:
                                                   for kind, (version, path) in ADMISSION_PATHS.items()])
         if forbidden:
             self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
-                                 "credentials, so admission (quotas, limit ranges, priority classes, Kueue) is "
-                                 "checked without them; grant the ClusterRole in "
+                                 "credentials, so admission (quotas, limit ranges, priority classes, Kueue) "
+                                 "and preemption (disruption budgets) are checked without them; grant the ClusterRole in "
                                  "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
 
