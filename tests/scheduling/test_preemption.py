@@ -348,3 +348,18 @@ def test_a_malformed_budget_never_crashes_the_check(value, field):
                                                                                    priorityClassName="serving")])
     except InputError as e:
         assert "PodDisruptionBudget/team-b/train" in str(e)
+
+
+def test_a_capacity_file_of_a_live_cluster_brings_its_budgets_with_their_status(tmp_path):
+    from gpufleet.capacity.kubectl import capacity_from_objects
+
+    budget = pdb("train", "team-b", {"app": "train"}, maxUnavailable=1)
+    budget["status"] = {"disruptionsAllowed": 0}  # as the cluster says it, whatever the spec would give
+    cap = capacity_from_objects([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=100)])
+    cap.admission = [budget]
+    (tmp_path / "capacity.json").write_text(json.dumps(cap.to_json()))
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump_all([*CLASSES, deployment("infer", "ml", 1, 8, priorityClassName="serving")]))
+    out = run("check", "--nodes", tmp_path / "capacity.json", app, "--json")
+    assert out.code == 0, out.err
+    assert json.loads(out.out)["preemptions"][0]["victims"][0]["pdbViolated"] is True
