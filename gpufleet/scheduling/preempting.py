@@ -16,11 +16,11 @@ from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.framework.preemption import Budget, Victim
 from gpufleet.scheduler.snapshot import Snapshot
 from gpufleet.scheduling.result import Evicted, Preemption
-from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, Priorities
+from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, PriorityInputs
 
 
 def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices: Sequence[int],
-                     running: Sequence[BoundPod], snap: Snapshot) -> Priorities | None:
+                     running: Sequence[BoundPod], snap: Snapshot) -> PriorityInputs | None:
     """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
     (none may, or none has a lower-priority pod to evict): the check then runs as it always did."""
     known, budgets = priority_classes(objects), budgets_of(objects)  # a malformed budget exits 2 either way
@@ -35,7 +35,7 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     for p, level in zip(on_node, levels, strict=True):
         pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
                                                p.requests, p.non_zero(), p.ports))
-    return Priorities(priority, preempts, pods, budgets)
+    return PriorityInputs(priority, preempts, pods, budgets)
 
 
 def _started(stamp: str) -> float:

@@ -121,7 +121,7 @@ class Holders:
 
 
 @dataclass
-class Priorities:
+class PriorityInputs:
     """What preemption needs of a check (gpufleet.scheduling.engine builds it when some pod may preempt)."""
 
     priority: dict[int, int]
@@ -142,7 +142,7 @@ _PREEMPTION = DefaultPreemption.name
 class Simulation:
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
                  same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None,
-                 priorities: Priorities | None = None):
+                 priorities: PriorityInputs | None = None):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
         for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
         against the others, when some pod's placement depends on where other pods are (`base` then keeps

@@ -285,33 +285,27 @@ def test_running_pods_carry_priority_owner_and_start_time_through_a_capacity_fil
 def test_victims_are_always_of_lower_priority_and_the_preemptor_fits_where_it_ran(running_pods, gpus, priority,
                                                                                    replicas):
     nodes = [node(f"gpu-{i}", 8) for i in range(4)]
-    pods, used = [], [0] * 4
+    pods, used, size_of = [], [0] * 4, {}
     for k, (at, size, level) in enumerate(running_pods):
-        if used[at] + size <= 8:
+        if used[at] + size <= 8:  # each running pod its own Deployment, so a victim names exactly one pod
             used[at] += size
-            pods.append(running(f"train-5f6d-{k}", f"gpu-{at}", size, priority=level))
+            size_of[f"Deployment/team-b/train{k}"] = (f"gpu-{at}", size)
+            pods.append(running(f"train{k}-5f6d-a", f"gpu-{at}", size, priority=level, owner=f"train{k}-5f6d"))
     manifests = [priority_class("mine", priority), deployment("infer", "ml", replicas, gpus, priorityClassName="mine")]
     result = check_workloads(nodes, pods, manifests)
-    for p in result.preemptions:
-        assert all(v.priority < priority for v in p.victims)
-    pending = sum(u.pending for u in result.unschedulable if u.workload == "Deployment/ml/infer")
-    placed = sum(n for w, _, n in result.placements if w == "Deployment/ml/infer")
-    assert placed + pending == replicas
-    by_node = {}
-    for _, name, n in result.placements:
-        by_node[name] = by_node.get(name, 0) + n * gpus
-    evicted = {}
+    evicted = set()
     for p in result.preemptions:
         for v in p.victims:
-            evicted[v.node] = evicted.get(v.node, 0) + v.pods
-    # what stays running plus the preemptor's pods fit every node
-    for i in range(4):
+            assert v.priority < priority
+            assert v.pods == 1 and size_of[v.workload][0] == v.node
+            evicted.add(v.workload)
+    pending = sum(u.pending for u in result.unschedulable if u.workload == "Deployment/ml/infer")
+    placed = {name: n for w, name, n in result.placements if w == "Deployment/ml/infer"}
+    assert sum(placed.values()) + pending == replicas
+    for i in range(4):  # what stays running plus the preemptor's pods fit every node
         name = f"gpu-{i}"
-        kept = sorted((p for p in pods if p["spec"]["nodeName"] == name), key=lambda p: p["spec"]["priority"])
-        remaining = sum(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] for p in kept)
-        assert by_node.get(name, 0) <= 8
-        if not evicted.get(name):
-            assert remaining + by_node.get(name, 0) <= 8
+        kept = sum(size for w, (at, size) in size_of.items() if at == name and w not in evicted)
+        assert kept + placed.get(name, 0) * gpus <= 8
 
 
 def test_a_budget_without_status_counts_as_the_disruption_controller_does():
