@@ -58,23 +58,27 @@ def _count(value: Any, where: str) -> int | str | None:
     raise InputError(f"{where}: {value!r} is not a count of pods or a percentage (allowed: 2, \"50%\")")
 
 
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def budgets_of(objects: list[dict]) -> list[Budget]:
     """The PodDisruptionBudgets among `objects`; a malformed one exits 2 naming its field."""
     out = []
     for obj in objects:
         if obj.get("kind") != "PodDisruptionBudget":
             continue
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta = _mapping(obj.get("metadata"))
         name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
         ref = f"PodDisruptionBudget/{namespace}/{name}"
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = _mapping(obj.get("spec"))
         selector = spec.get("selector")
         shape = Shape()
         label_selector(shape, selector, "spec.selector")
         if shape.errors:
             raise InputError("\n".join(f"{ref}: {e} (a label selector: matchLabels, matchExpressions)"
                                         for e in shape.errors))
-        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        status = _mapping(obj.get("status"))
         allowed = status.get("disruptionsAllowed")
         if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):
             raise InputError(f"{ref}: status.disruptionsAllowed: {allowed!r} is not an integer")

@@ -243,26 +243,26 @@ class Simulation:
             left -= len(got)
             if failed is None:
                 break
-            node = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
+            nominated = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
             decision = pre.decision
-            if node is None or decision is None:
+            if nominated is None or decision is None:
                 out.pending += left
                 out.message, out.blocked = failed.message, failed.blocked
                 break
             if pre.random_pick:
                 run.decisive_ties += 1
             for victim in decision.victims:
-                pre.evict(node, victim)
-                out.evicted.append((node, victim, decision.broken.get(id(victim), "")))
+                pre.evict(nominated, victim)
+                out.evicted.append((nominated, victim, decision.broken.get(id(victim), "")))
                 if victim.index >= 0:
                     held = run.outcomes[victim.index]
-                    held.nodes.remove(node)
+                    held.nodes.remove(nominated)
                     held.placed -= 1
                     held.preempted_by = held.preempted_by or w.key
-                    run.release(node, victim.index)
+                    run.release(nominated, victim.index)
                     pre.evictions[victim.index] = pre.evictions.get(victim.index, 0) + 1
-            snap.place(node, shape.requests, shape.nonzero, shape.ports)
-            self._land(pre, placed, run, index, node)
+            snap.place(nominated, shape.requests, shape.nonzero, shape.ports)
+            self._land(pre, placed, run, index, nominated)
             out.by_preemption += 1
             left -= 1
         return start

@@ -126,6 +126,18 @@ def _desired(budget: Budget, expected: int) -> int:
     return 0
 
 
+def _node_ops(snap: Any, shape: Any, node: int) -> NodeOps:
+    """The evaluator's view of one node of the run's snapshot, for one pod shape."""
+
+    def remove(victim: Victim) -> None:
+        snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+
+    def add(victim: Victim) -> None:
+        snap.place(node, victim.requests, victim.nonzero, victim.ports)
+
+    return NodeOps(remove, add, lambda: bool(shape.fits_one(snap, node)))
+
+
 class DefaultPreemption(Plugin):
     name = "DefaultPreemption"
 
@@ -147,9 +159,7 @@ class DefaultPreemption(Plugin):
         violating: list[Candidate] = []
         for k in range(len(potential)):
             node = potential[(offset + k) % len(potential)]
-            ops = NodeOps(lambda v, i=node: snap.unplace(i, v.requests, v.nonzero, v.ports),
-                          lambda v, i=node: snap.place(i, v.requests, v.nonzero, v.ports),
-                          lambda i=node: shape.fits_one(snap, i))
+            ops = _node_ops(snap, shape, node)
             found = select_victims_on_node(node, priority, state.on_node[node], ops, state.budgets, allowed)
             if found is None or not found.victims:
                 continue
