@@ -229,12 +229,17 @@ class Simulation:
 
     def _preempting(self, snap: Snapshot, shape: PodShape, index: int, count: int, start: int, rng, tie,
                     placed: Landed, run: Run, pre: PreemptionState) -> int:
-        """`count` pods of a workload that may preempt: each that finds no node goes through PostFilter
-        (DefaultPreemption); when it nominates a node, the victims are evicted and the pod lands there in its
-        next cycle (the nominated node is tried first, and it fits once they are gone). Returns the next start."""
+        """`count` pods of a workload that may preempt, made together: each that finds no node goes through
+        PostFilter (DefaultPreemption). When it nominates a node, the pod holds its room there at once (a
+        nominated pod counts in the filters of pods of no higher priority) while its victims terminate: they
+        stay on the node, so the workload's next pods find it full and may preempt too, choosing the same
+        terminating pods again (no new eviction) or others. Once its pods are through (or one finds nothing to
+        preempt), the victims are gone, the nominated pods run where they were nominated, and a pod that found
+        nothing tries again on the room they left. Returns the next start."""
         assert self.priorities is not None
         w, out = self.workloads[index], run.outcomes[index]
         pod = Preemptor(shape, self.priorities.priority[index], True)
+        terminating: list[tuple[int, Victim]] = []
         left = count
         while left:
             got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed)
@@ -246,13 +251,20 @@ class Simulation:
             nominated = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
             decision = pre.decision
             if nominated is None or decision is None:
+                if terminating:  # the victims' deletion brings the pod back: their room may hold it now
+                    for node, victim in terminating:
+                        pre.evict(node, victim)
+                    terminating = []
+                    continue
                 out.pending += left
                 out.message, out.blocked = failed.message, failed.blocked
                 break
             if pre.random_pick:
                 run.decisive_ties += 1
             for victim in decision.victims:
-                pre.evict(nominated, victim)
+                if not pre.terminate(victim):
+                    continue  # already on its way out for an earlier pod
+                terminating.append((nominated, victim))
                 out.evicted.append((nominated, victim, decision.broken.get(id(victim), "")))
                 if victim.index >= 0:
                     held = run.outcomes[victim.index]
@@ -265,6 +277,8 @@ class Simulation:
             self._land(pre, placed, run, index, nominated)
             out.by_preemption += 1
             left -= 1
+        for node, victim in terminating:
+            pre.evict(node, victim)
         return start
 
     def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int) -> None:

@@ -357,3 +357,24 @@ def test_a_capacity_file_of_a_live_cluster_brings_its_budgets_with_their_status(
     out = run("check", "--nodes", tmp_path / "capacity.json", app, "--json")
     assert out.code == 0, out.err
     assert json.loads(out.out)["preemptions"][0]["victims"][0]["pdbViolated"] is True
+
+
+def test_pods_made_together_each_preempt_while_the_first_victims_terminate():
+    # Two 8-GPU nodes each run two 4-GPU low pods; two 2-GPU serving pods come together. The first evicts one
+    # pod; the second finds that node full (the victim still terminating, the first pod holding its room) and
+    # preempts too: on the same node choosing the terminating pod (no new eviction) or another pod.
+    pods = [running(f"train-5f6d-{k}", f"gpu-{k % 2}", 4, priority=100) for k in range(4)]
+    result = check_workloads([node("gpu-0", 8), node("gpu-1", 8)], pods,
+                             [*CLASSES, deployment("infer", "ml", 2, 2, priorityClassName="serving")])
+    assert result.fits and result.preemptions[0].pods == 2
+    assert sum(v.pods for v in result.preemptions[0].victims) in (1, 2)
+
+
+def test_later_pods_of_the_workload_may_nominate_the_node_of_a_terminating_victim_without_a_new_eviction():
+    # One 8-GPU node runs one 8-GPU low pod; three 2-GPU serving pods come together. The first evicts it; the
+    # others preempt too, choosing that same terminating pod: one eviction for three pods.
+    pods = [running("train-5f6d-a", "gpu-0", 8, priority=100)]
+    result = check_workloads([node("gpu-0", 8)], pods,
+                             [*CLASSES, deployment("infer", "ml", 3, 2, priorityClassName="serving")])
+    assert result.fits and result.preemptions[0].pods == 3
+    assert [(v.pods, v.node) for v in result.preemptions[0].victims] == [(1, "gpu-0")]

@@ -71,6 +71,8 @@ class PreemptionState:
 
     def __post_init__(self) -> None:
         self.evicted = [0] * len(self.budgets)
+        self.terminating: set[int] = set()
+        """The victims (by id) deleted but still on their node."""
 
     def allowed(self) -> list[int]:
         """Per budget, the disruptions it allows now."""
@@ -79,17 +81,27 @@ class PreemptionState:
             if budget.allowed is not None:
                 out.append(budget.allowed - self.evicted[i])
                 continue
-            covered = [p for pods in self.on_node for p in pods if budget.covers(p)]
+            covered = [p for pods in self.on_node for p in pods
+                       if id(p) not in self.terminating and budget.covers(p)]
             out.append(_computed(budget, covered, self.evicted[i]))
         return out
 
-    def evict(self, node: int, victim: Victim) -> None:
-        """Take a victim off its node for good."""
-        self.on_node[node].remove(victim)
-        self.snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+    def terminate(self, victim: Victim) -> bool:
+        """A victim is deleted: the budgets covering it count it gone at once (the disruption controller takes
+        a terminating pod as unhealthy), while it keeps its room until `evict`. False when it was already."""
+        if id(victim) in self.terminating:
+            return False
+        self.terminating.add(id(victim))
         for i, budget in enumerate(self.budgets):
             if budget.covers(victim):
                 self.evicted[i] += 1
+        return True
+
+    def evict(self, node: int, victim: Victim) -> None:
+        """A terminating victim is gone: its room is free."""
+        self.terminating.discard(id(victim))
+        self.on_node[node].remove(victim)
+        self.snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
 
 
 #: Workload kinds whose scale the disruption controller can read (a budget in percent or maxUnavailable needs it).
