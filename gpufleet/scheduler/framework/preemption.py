@@ -77,22 +77,26 @@ def more_important(pods: Sequence[Victim]) -> list[Victim]:
     return sorted(pods, key=lambda p: (-p.priority, p.start))
 
 
-def split_by_budget(pods: Sequence[Victim], budgets: Sequence[Budget], allowed: list[int]
-                    ) -> tuple[list[Victim], list[Victim], dict[int, str]]:
+Covering = Callable[[Victim], Sequence[int]]
+"""The budgets (by index) that cover a pod."""
+
+
+def split_by_budget(pods: Sequence[Victim], budgets: Sequence[Budget], allowed: list[int],
+                    covering: Covering | None = None) -> tuple[list[Victim], list[Victim], dict[int, str]]:
     """(pods whose eviction breaks a budget, the others, per breaking pod the first budget it breaks), in the
     given order: each pod a budget covers uses one of its allowed disruptions, and breaks it once none is left.
-    `allowed` is per budget and is not changed."""
+    `allowed` is per budget and is not changed; `covering` may answer which budgets cover a pod from a cache."""
     left = list(allowed)
     violating: list[Victim] = []
     fine: list[Victim] = []
     broken: dict[int, str] = {}
     for pod in pods:
         hit = ""
-        for i, budget in enumerate(budgets):
-            if budget.covers(pod):
-                left[i] -= 1
-                if left[i] < 0 and not hit:
-                    hit = budget.ref
+        for i in (covering(pod) if covering is not None
+                  else [i for i, budget in enumerate(budgets) if budget.covers(pod)]):
+            left[i] -= 1
+            if left[i] < 0 and not hit:
+                hit = budgets[i].ref
         if hit:
             violating.append(pod)
             broken[id(pod)] = hit
@@ -121,7 +125,8 @@ class Candidate:
 
 
 def select_victims_on_node(node: int, priority: int, pods: Sequence[Victim], ops: NodeOps,
-                           budgets: Sequence[Budget], allowed: list[int]) -> Candidate | None:
+                           budgets: Sequence[Budget], allowed: list[int],
+                           covering: Covering | None = None) -> Candidate | None:
     """The pods to evict on `node` so that a pod of `priority` fits there, or None when evicting every
     lower-priority pod is not enough (or there is none). The node is left as it was."""
     lower = more_important([p for p in pods if p.priority < priority])
@@ -133,7 +138,7 @@ def select_victims_on_node(node: int, priority: int, pods: Sequence[Victim], ops
         for pod in lower:
             ops.add(pod)
         return None
-    violating, fine, broken = split_by_budget(lower, budgets, allowed)
+    violating, fine, broken = split_by_budget(lower, budgets, allowed, covering)
     victims: list[Victim] = []
     violations = 0
     for group, counts in ((violating, True), (fine, False)):

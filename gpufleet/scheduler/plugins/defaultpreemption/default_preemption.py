@@ -73,18 +73,26 @@ class PreemptionState:
         self.evicted = [0] * len(self.budgets)
         self.terminating: set[int] = set()
         """The victims (by id) deleted but still on their node."""
+        self._covering: dict[Victim, tuple[int, ...]] = {}
+
+    def covering(self, pod: Victim) -> tuple[int, ...]:
+        """The budgets (by index) that cover a pod, matched once per pod."""
+        found = self._covering.get(pod)
+        if found is None:
+            found = self._covering[pod] = tuple(i for i, b in enumerate(self.budgets) if b.covers(pod))
+        return found
 
     def allowed(self) -> list[int]:
         """Per budget, the disruptions it allows now."""
-        out = []
-        for i, budget in enumerate(self.budgets):
-            if budget.allowed is not None:
-                out.append(budget.allowed - self.evicted[i])
-                continue
-            covered = [p for pods in self.on_node for p in pods
-                       if id(p) not in self.terminating and budget.covers(p)]
-            out.append(_computed(budget, covered, self.evicted[i]))
-        return out
+        covered: list[list[Victim]] = [[] for _ in self.budgets]
+        if any(b.allowed is None for b in self.budgets):
+            for pods in self.on_node:
+                for p in pods:
+                    if id(p) not in self.terminating:
+                        for i in self.covering(p):
+                            covered[i].append(p)
+        return [b.allowed - self.evicted[i] if b.allowed is not None else _computed(b, covered[i], self.evicted[i])
+                for i, b in enumerate(self.budgets)]
 
     def terminate(self, victim: Victim) -> bool:
         """A victim is deleted: the budgets covering it count it gone at once (the disruption controller takes
@@ -92,9 +100,8 @@ class PreemptionState:
         if id(victim) in self.terminating:
             return False
         self.terminating.add(id(victim))
-        for i, budget in enumerate(self.budgets):
-            if budget.covers(victim):
-                self.evicted[i] += 1
+        for i in self.covering(victim):
+            self.evicted[i] += 1
         return True
 
     def evict(self, node: int, victim: Victim) -> None:
@@ -172,7 +179,8 @@ class DefaultPreemption(Plugin):
         for k in range(len(potential)):
             node = potential[(offset + k) % len(potential)]
             ops = _node_ops(snap, shape, node)
-            found = select_victims_on_node(node, priority, state.on_node[node], ops, state.budgets, allowed)
+            found = select_victims_on_node(node, priority, state.on_node[node], ops, state.budgets, allowed,
+                                           state.covering)
             if found is None or not found.victims:
                 continue
             (violating if found.violations else fine).append(found)
