@@ -420,8 +420,8 @@ class KubeconfigCluster:
         if forbidden:
             self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
                                  "credentials, so admission (quotas, limit ranges, priority classes, Kueue) "
-                                 "and preemption (disruption budgets) are checked without them; grant the ClusterRole in "
-                                 "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
+                                 "and preemption (disruption budgets) are checked without them; grant the "
+                                 "ClusterRole in deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
 
     def cluster_api(self) -> tuple[list[dict], bool]:
