@@ -85,9 +85,10 @@ def test_live_discovery_as_the_clusterrole_reads_the_model_of_the_kubectl_files(
 
 
 RESOURCE_RULES = [(i, r) for i, r in enumerate(role()["rules"]) if "resources" in r]
-#: Lists admission reads: docs/discovery.md says a forbidden one is skipped with a warning, not an error.
+#: Lists admission and preemption read: docs/discovery.md says a forbidden one is skipped with a warning, not an
+#: error.
 ADMISSION_RESOURCES = {"resourcequotas", "limitranges", "priorityclasses", "clusterqueues", "localqueues",
-                       "resourceflavors"}
+                       "resourceflavors", "poddisruptionbudgets"}
 #: Lists only `check --node-groups cluster` reads (Cluster API): discover answers the same without them.
 NODE_GROUP_RESOURCES = {"machinesets", "machinedeployments", "machines"}
 
