@@ -69,7 +69,32 @@ def _pins_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def free_port() -> int:
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(taken: tuple[int, ...] = ()) -> int:
+    """A port free now, below the kernel's ephemeral range: a port the kernel hands out (bind to 0) can be
+    taken by any outgoing connection between this check and the component's own bind, which is how a CI
+    run once lost kube-controller-manager's port."""
+    import random
+
+    low, _ = _ephemeral_range()
+    ceiling = low - 1 if low > 11000 else 60999
+    for _ in range(200):
+        port = random.randint(10000, ceiling)
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -212,7 +237,19 @@ class Cluster:
             return Api(self.server, self.pki / "ca.crt", token=token)
         return Api(self.server, self.pki / "ca.crt", cert=(self.pki / "admin.crt", self.pki / "admin.key"))
 
-    def start(self, timeout: float = 60) -> Cluster:
+    def start(self, timeout: float = 60, tries: int = 3) -> Cluster:
+        """Start on fresh ports; a component that lost its port to another process between the pick and
+        its bind is a start to try again, up to `tries` times, not a failed test."""
+        for attempt in range(1, tries + 1):
+            try:
+                return self._start_once(timeout)
+            except ClusterError as exc:
+                if attempt == tries or "address already in use" not in str(exc):
+                    raise
+                self.procs = []
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> Cluster:
         if not self.bins or not all((self.bins / n).is_file() for n in (*COMPONENTS, KWOK_STAGES)):
             raise ClusterError(f"the control plane is not built: run {BUILD_SCRIPT.relative_to(ROOT)}")
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -224,7 +261,9 @@ class Cluster:
             if not (self.pki / "admin.crt").exists():
                 make_pki(self.pki)
             names = ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")
-            self.ports = {n: free_port() for n in names}
+            self.ports = {}
+            for n in names:
+                self.ports[n] = free_port(tuple(self.ports.values()))
             write_kubeconfig(self.kubeconfig, self.server, self.pki / "ca.crt", {
                 "client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")})
             self._start_etcd()

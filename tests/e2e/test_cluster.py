@@ -51,3 +51,32 @@ def test_a_start_that_fails_names_the_component_and_shows_its_log(cluster, tmp_p
     assert "etcd" in str(exc.value)
     assert "the end of" in str(exc.value)
     assert broken.procs == []
+
+
+def test_a_component_whose_port_was_taken_meanwhile_gets_a_fresh_start(cluster, tmp_path, monkeypatch):
+    # Another process listens on kube-controller-manager's port between the pick and the component's bind.
+    import socket
+
+    import tests.e2e.cluster as cluster_module
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    held = squatter.getsockname()[1]
+    real_pick = cluster_module.free_port
+    picks: list[int] = []
+
+    def pick(taken=()):
+        picks.append(held if len(picks) == 3 else real_pick(taken))  # the 4th pick is kube-controller-manager's
+        return picks[-1]
+
+    monkeypatch.setattr(cluster_module, "free_port", pick)
+    second = Cluster(tmp_path / "second", cluster.bins)
+    try:
+        second.start(timeout=60)
+        assert len(picks) == 12  # a second set of six ports: the first start failed on the taken port
+        assert second.ports["kcm"] != held
+        assert second.api().ok("GET", "/version")["major"] == "1"
+    finally:
+        second.stop()
+        squatter.close()
