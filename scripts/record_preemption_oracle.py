@@ -13,8 +13,9 @@ tests/scheduling/preemption_scenarios.py and, `--runs` times, on a fresh control
 3. exports the running pods (as `kubectl get pods -A -o json`, cut to the fields gpufleet reads) and the
    PDBs with their status;
 4. creates the new workloads at once, watches every pod until nothing moves, and records per workload its
-   pods scheduled and pending, and each victim: a pod the scheduler's `Preempted` event names (the event's
-   message names the preemptor pod's UID and the node). A victim violates a PDB when the PDB's
+   pods scheduled and pending, and each victim: a pod the scheduler's `Preempted` events name after the new
+   workloads were created (the event's message names the preemptor pod's UID and the node), counted once
+   however many events name it. A victim violates a PDB when the PDB's
    disruptionsAllowed at the export, less the victims of that PDB before it (in event order), is 0.
 """
 
@@ -47,7 +48,8 @@ ABOUT = ("What a real control plane did with the scenarios tests/scheduling/pree
          "exported them, cut to what gpufleet reads) and `pdbs` (their status at that time) are what check "
          "reads; `workloads` gives per workload (the running ones and the new ones) its pods scheduled and "
          "pending once nothing moved; `preemptions` per preemptor workload its victims, from the "
-         "scheduler's Preempted events, grouped by victim workload, node and priority; pdbViolated is "
+         "scheduler's Preempted events after the new workloads were created (each victim pod once), "
+         "grouped by victim workload, node and priority; pdbViolated is "
          "computed from the PDB's disruptionsAllowed at the export less the victims before. Recorded by "
          "scripts/record_preemption_oracle.py; the tests never run a cluster for it.")
 PREEMPTED = re.compile(r"Preempted by (?:pod )?(?:\S+/)?(?P<uid>[0-9a-f-]{36})(?: on node (?P<node>\S+))?")
@@ -154,6 +156,9 @@ def one_run(bins: Path, state: Path, s: dict) -> dict:
         pdbs = wait_pdbs(api, [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in s["pdbs"]])
         before = sorted(user_pods(api), key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
         pods = [trimmed_pod(p) for p in before]
+        # events of the setup (running workloads that preempted each other while they were placed) are not
+        # what the new workloads did
+        earlier = {e["metadata"]["uid"] for e in api.ok("GET", "/api/v1/events")["items"]}
         started = time.monotonic()
         refused = create_all(api, s["manifests"])
         # only the new workloads must have all their pods: a preempted bare pod is gone for good
@@ -161,7 +166,8 @@ def one_run(bins: Path, state: Path, s: dict) -> dict:
         quiet = wait_quiet(api, wanted, seen)
         wall = time.monotonic() - started if quiet is not None else None
         final = user_pods(api)
-        events = [e for e in api.ok("GET", "/api/v1/events")["items"] if e.get("reason") == "Preempted"]
+        events = [e for e in api.ok("GET", "/api/v1/events")["items"]
+                  if e.get("reason") == "Preempted" and e["metadata"]["uid"] not in earlier]
         return record(s, pods, [trimmed_pdb(p) for p in pdbs], final, seen, events, refused, wall)
     finally:
         cluster.stop()
@@ -212,7 +218,14 @@ def record(s, pods, pdbs, final, seen, events, refused, wall) -> dict:
     def when(e: dict) -> str:
         return e.get("eventTime") or e.get("firstTimestamp") or e.get("lastTimestamp") or ""
 
+    counted: set[str] = set()
     for e in sorted(events, key=when):
+        # A victim is evicted once, but can be named by two events: with asynchronous preemption the
+        # preemptor may run a second preemption while its last victim's deletion is still under way, and
+        # that names the same victim again (the second delete of a terminating pod succeeds).
+        if e["involvedObject"].get("uid") in counted:
+            continue
+        counted.add(e["involvedObject"].get("uid"))
         m = PREEMPTED.search(e.get("message") or e.get("note") or "")
         # the event is about the victim; `related` is the preemptor (either may have come and gone between
         # two polls: then its workload, labels and priority follow from its name)
