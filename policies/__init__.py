@@ -25,6 +25,7 @@ from policies import (
     node_platform,
     node_platform_advisories,
     pinned_versions,
+    preemption_evictions,
     preinstalled_driver,
     public_loadbalancer,
     runtime_paths,
@@ -39,7 +40,7 @@ MODULES = (gpu_capacity_fit, gpu_request_shape, sharing_config_valid, mig_geomet
            model_fits_gpu,
            model_concurrency, gpu_cluster_xor_cluster_policy, dra_device_plugin_exclusive, dra_sharing_gate,
            dra_device_class_exists, stack_matches_nodes, preinstalled_driver, service_headroom, node_platform,
-           node_platform_advisories, no_privileged_shared_gpu, gpu_privileged, mps_client_memory)
+           node_platform_advisories, no_privileged_shared_gpu, gpu_privileged, mps_client_memory, preemption_evictions)
 ALL_POLICIES = [m.POLICY for m in MODULES]
 
 __all__ = ["ALL_POLICIES", "MODULES", "PACK_NAME"]
