@@ -124,5 +124,6 @@ def render_html(report: FleetReport) -> str:
         title=report.title, pools=pools, gpu_h=GPU_H, label_h=LABEL_H, workloads=workloads, colours=colours,
         bars={w.index: _bar(w) for w in workloads}, not_running=report.not_running, warnings=report.warnings,
         after_scale_up=report.after_scale_up,
-        headroom=report.headroom, scale_up=report.scale_up, added=added, nodes_added=report.nodes_added,
+        headroom=report.headroom, preemptions=report.preemptions, scale_up=report.scale_up, added=added,
+        nodes_added=report.nodes_added,
         nodes=report.nodes, gpus=sum(p["gpus"] for p in pools), gpus_used=sum(p["gpus_used"] for p in pools))

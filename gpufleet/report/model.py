@@ -22,7 +22,7 @@ from gpufleet.capacity.requests import pod_requests
 from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.report.devices import GPU, MIG_PREFIX, Gpu, Unit, node_gpus
 from gpufleet.scheduler.filters import pod_terms, static_failure
-from gpufleet.scheduling.result import CheckResult, Unschedulable
+from gpufleet.scheduling.result import CheckResult, Preemption, Unschedulable
 from gpufleet.scheduling.result import Warning as CheckWarning
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ POOL_LABELS = ("gpufleet.io/node-pool", "agentpool", "kubernetes.azure.com/agent
                "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
 RUNNING = "pods already running"
 AFTER_SCALE_UP = "after scale-up"
+#: The verdict of a workload placed in full, some pods only by evicting pods of lower priority.
+PREEMPTS = "by preemption"
 NOT_RUNNING = ("pending", "partly", "never", "rejected", "memory")
 DEFAULT_SCHEDULER = "default-scheduler"  # the only scheduler whose rules the check models
 ROW_NAMES_SHOWN = 3
@@ -179,6 +181,9 @@ class FleetReport:
     scale_up: list[str] | None = None
     #: With node groups: per group that gets nodes, the nodes to be added.
     added: list[AddedGroup] = field(default_factory=list)
+    #: Workloads that run only by evicting pods of lower priority, with their victims (`check`'s
+    #: `fits by preemption`); the evicted running pods are not drawn on the map.
+    preemptions: list[Preemption] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -326,6 +331,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         node_by_name.update({n.name: n for _, n in scale_up.plan.added})
     verdicts = _verdicts(result)
     scaled = _scaled(scale_up)
+    preempting = {p.workload for p in result.preemptions}
     blocked = _blocked(result)
     published = dra_gpus or {}
     drawn = {n.name: published[n.name] for n in nodes if n.name in published and not node_gpus(n)}
@@ -358,6 +364,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
             verdict = "no GPU"
         elif n_placed < w.replicas:
             verdict = "may pend"  # fits only under another placement: the check's warning says which
+        elif key in preempting:
+            verdict = PREEMPTS
         budget = node_gpu_memory(node_by_name[first], requests) if first in node_by_name and request else None
         passing = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly", "never") \
             else ()
@@ -370,8 +378,9 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]] = {}
     if running or RUNNING in dra:
         running_index = len(views)
-        views.append(WorkloadView(RUNNING, running_index, len(running), len(running), (), verdict="running"))
-        for pod in running:
+        staying = _not_evicted(running, result.preemptions)
+        views.append(WorkloadView(RUNNING, running_index, len(staying), len(staying), (), verdict="running"))
+        for pod in staying:
             per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
     for view in views[:running_index]:
         for node_name, n in placed.get(view.key, []):
@@ -392,7 +401,24 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     to_add = _added_groups(scale_up, groups, views[:running_index]) if scale_up is not None else []
     warnings = [(w.workload, w.message) for w in result.warnings]
     return FleetReport(title, pools, views, warnings, scale_up=scale_up.lines() if scale_up is not None else None,
-                       added=to_add)
+                       added=to_add, preemptions=list(result.preemptions))
+
+
+def _not_evicted(running: Sequence[BoundPod], preemptions: Sequence[Preemption]) -> list[BoundPod]:
+    """The running pods less those the preemptions evict: per victim group (workload, node), that many of
+    the workload's pods on the node, the last listed first (the check names groups, not pods)."""
+    evicting: dict[tuple[str, str], int] = {}
+    for p in preemptions:
+        for v in p.victims:
+            evicting[(v.workload, v.node)] = evicting.get((v.workload, v.node), 0) + v.pods
+    kept: list[BoundPod] = []
+    for pod in reversed(running):
+        where = (pod.workload or f"Pod/{pod.namespace}/{pod.name}", pod.node)
+        if evicting.get(where, 0) > 0:
+            evicting[where] -= 1
+            continue
+        kept.append(pod)
+    return kept[::-1]
 
 
 def _pool_views(nodes: Sequence[Node], per_node: dict[str, list[tuple[int, tuple[tuple[str, int], ...]]]],
