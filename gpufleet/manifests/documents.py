@@ -20,6 +20,8 @@ def document_errors(doc: Document) -> list[str]:
     kind = obj.get("kind")
     if kind in DRA_KINDS:
         return [f"{doc.file}: {doc.label}: {e}" for e in dra_errors(obj)]
+    if kind == "PriorityClass":
+        return [f"{doc.file}: {doc.label}: {e}" for e in priority_class_errors(obj)]
     if not isinstance(kind, str) or kind not in CHECKED_KINDS:
         return []
     shape = Shape()
@@ -46,6 +48,42 @@ def document_errors(doc: Document) -> list[str]:
         if isinstance(template.get("spec"), dict):
             shape.errors += pod_claim_errors(template["spec"], f"{where}.template.spec")
     return [f"{doc.file}: {doc.label}: {e}" for e in shape.errors]
+
+
+#: The classes whose names start with `system-`, with their values (the API server's own).
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+HIGHEST_USER_PRIORITY = 1_000_000_000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+def priority_class_errors(obj: dict) -> list[str]:
+    """What the API server's PriorityClass validation refuses (kubernetes v1.34
+    pkg/apis/scheduling/validation): a name that is no DNS subdomain, a `system-` name other than the system
+    classes, a value beyond int32 or above 1000000000, a preemptionPolicy other than PreemptLowerPriority or
+    Never. Preemption reads these values: a class the API server refuses is not one to check against."""
+    from gpufleet.k8s_names import dns1123_subdomain_errors
+
+    shape = Shape()
+    meta = shape.mapping(obj.get("metadata"), "metadata")
+    name = shape.string(meta.get("name"), "metadata.name")
+    if name is None and "name" not in meta:
+        shape.fail("metadata.name", "missing; expected the class's name")
+    shape.integer(obj.get("value"), "value", INT32)
+    shape.boolean(obj.get("globalDefault"), "globalDefault")
+    value = obj.get("value", 0)
+    if name is not None:
+        shape.errors += [f"metadata.name: {name!r}: {e}" for e in dns1123_subdomain_errors(name)]
+        if name.startswith("system-"):
+            if SYSTEM_PRIORITY_CLASSES.get(name) != value or obj.get("globalDefault") is True:
+                shape.fail("metadata.name", f"{name!r}: names with the 'system-' prefix are reserved for the "
+                           "system classes (" + ", ".join(f"{k} = {v}" for k, v in SYSTEM_PRIORITY_CLASSES.items())
+                           + ", not global defaults)")
+        elif isinstance(value, int) and not isinstance(value, bool) and value > HIGHEST_USER_PRIORITY:
+            shape.fail("value", f"{value}: the most a user-defined priority may be is {HIGHEST_USER_PRIORITY}")
+    policy = obj.get("preemptionPolicy")
+    if policy is not None and policy not in PREEMPTION_POLICIES:
+        shape.fail("preemptionPolicy", f"{policy!r}; expected one of " + ", ".join(PREEMPTION_POLICIES))
+    return shape.errors
 
 
 def _annotations(shape: Shape, value: Any, path: str) -> None:

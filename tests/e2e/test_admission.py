@@ -120,3 +120,20 @@ def test_api_server_and_check_refuse_the_same_pods_in_the_same_words(case, clust
     assert on_cluster == real
     if case not in TRUSTED_ON_FILES:
         assert on_files == real
+
+
+def test_priority_classes_the_api_server_refuses_are_those_check_refuses(cluster):
+    from gpufleet.manifests.documents import priority_class_errors
+    from tests.admission.priority_class_cases import CASES
+
+    api = cluster.api()
+    disagree = []
+    for case, (obj, _) in CASES.items():
+        status, doc = api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", obj)
+        refused = status >= 300
+        if status < 300:
+            api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{obj['metadata']['name']}")
+        if refused != bool(priority_class_errors(obj)):
+            disagree.append(f"{case}: API server {status} {doc.get('message', '')[:200]}; check: "
+                            f"{priority_class_errors(obj)}")
+    assert not disagree, "\n".join(disagree)
