@@ -178,6 +178,16 @@ def preemption(project: Path) -> list[str]:
     return []
 
 
+def priority_fleet(project: Path) -> list[str]:
+    """Three 4-GPU nodes (tests/cli/test_headroom_preemption.py): gpu-a full of team-b's training at priority
+    100, gpu-b of critical work at 5000, gpu-c half training; classes.yaml: inference-high (1000) and polite
+    (1000, Never); infer-probe.yaml: a 1-GPU pod."""
+    from tests.cli.test_headroom_preemption import CLASSES, fleet_files
+
+    write(project, {**fleet_files(), "classes.yaml": yaml.safe_dump_all(CLASSES)})
+    return []
+
+
 DRA_FILES = ("dra.json", "claims.json", "slices.json", "my-claim-templates-and-pods.yaml")
 
 
@@ -202,6 +212,7 @@ SCENARIOS = [
     Scenario("DRA cluster", names(*DRA_FILES), dra_cluster),
     Scenario("autoscaling", names("groups.yaml"), autoscaling),
     Scenario("preemption", names("serving.yaml"), preemption),
+    Scenario("headroom at a priority", names("infer-probe.yaml"), priority_fleet),
     Scenario("cluster", lambda e: True, cluster, {"<stack>": "dev", "MANIFEST...": "app.yaml"}),
 ]
 

@@ -24,22 +24,23 @@ from gpufleet.errors import GpufleetError, InputError
 
 def _probe(path: Path) -> tuple[dict, list[dict]]:
     """The probe workload of the file, and the DRA objects beside it (its ResourceClaimTemplate: each copy
-    of the probe gets its claim made from it, as the resourceclaim controller makes it)."""
+    of the probe gets its claim made from it, as the resourceclaim controller makes it) and the
+    PriorityClass its pod names."""
     from gpufleet.capacity.dra import DRA_KINDS
     from gpufleet.manifests.documents import document_errors
     from gpufleet.manifests.reading import load_documents
     from gpufleet.manifests.workloads import workload_of
 
     docs, problems = load_documents([path])
-    dra = [d for d in docs if d.obj.get("kind") in DRA_KINDS]
-    problems += [e for d in dra for e in document_errors(d)]
+    beside = [d for d in docs if d.obj.get("kind") in (*DRA_KINDS, "PriorityClass")]
+    problems += [e for d in beside for e in document_errors(d)]
     if problems:
         raise InputError("\n".join(problems))
     probes = [d.obj for d in docs if workload_of(d.obj) is not None]
     if len(probes) != 1:
         raise InputError(f"--probe {path}: expected one Pod, or one workload whose pod template is the probe; "
                          f"found {len(probes)}")
-    return probes[0], [d.obj for d in dra]
+    return probes[0], [d.obj for d in beside]
 
 
 def command(
@@ -66,6 +67,12 @@ def command(
              "group grown to its max size, as far as --max-nodes-total and --gpu-total allow.")] = None,
     max_nodes_total: MaxNodesTotalOption = 0,
     gpu_total: GpuTotalOption = None,
+    priority_class: Annotated[str | None, typer.Option(
+        "--priority-class", metavar="NAME",
+        help="The probe's pods get this PriorityClass (one among MANIFEST and the probe file, the cluster's, or "
+             "a system class): also answer how many more fit when they may evict pods of lower priority, as "
+             "kube-scheduler's preemption does, and which they evict. A probe that names its own "
+             "priorityClassName gets this answer too.")] = None,
 ) -> None:
     """How many more of a pod fit, one after another, as kube-scheduler would place them.
 
@@ -79,6 +86,8 @@ def command(
     try:
         if (probe is None) == (not shapes):
             raise InputError("give --probe FILE or --shapes (one of them)")
+        if shapes and priority_class is not None:
+            raise InputError("--priority-class goes with --probe: the standard shapes are counted in free room")
         probe_obj, beside = _probe(probe) if probe is not None else (None, [])
         scale = scale_options(node_groups, max_nodes_total=max_nodes_total, gpu_total=gpu_total)
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
@@ -91,10 +100,15 @@ def command(
                                         extended_resource_toleration=extended_resource_toleration), as_json)
             return
         assert probe_obj is not None  # without --shapes, --probe was given (checked above)
-        grown = scaled = None
+        if priority_class is not None or _named_class(probe_obj):
+            probe_obj = _with_class(probe_obj, priority_class or _named_class(probe_obj), objects)
+        grown = scaled = preempting = None
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
                               extended_resource_toleration=extended_resource_toleration)
+            if _named_class(probe_obj):
+                preempting = headroom(cap.nodes, cap.pods, objects, probe_obj, preemption=True,
+                                      extended_resource_toleration=extended_resource_toleration)
             from gpufleet.cli._node_groups import read_groups
 
             groups = read_groups(scale[0], cap.nodes, live) if scale is not None else []
@@ -112,6 +126,8 @@ def command(
         raise SystemExit(2) from e
     if as_json:
         out = answer.to_json()
+        if preempting is not None:
+            out["withPreemption"] = {**preempting.to_json(), "priorityClass": _named_class(probe_obj)}
         if scaled is not None and grown is not None:
             out["withScaleUp"] = {**scaled.to_json(), "nodesAdded": grown.added, "nodesAtMaxSize": grown.at_max,
                                   "cappedBy": list(grown.capped_by)}
@@ -132,8 +148,55 @@ def command(
         print("  by node: " + ", ".join(f"{k} {v}" for k, v in shown[:10]) + more)
     if answer.stopped_by:
         print(f"Stopped by: {answer.stopped_by}")
+    if preempting is not None:
+        print(_with_preemption(preempting, _named_class(probe_obj)))
     if scaled is not None and grown is not None:
         print(_with_scale_up(scaled, grown))
+
+
+def _named_class(probe: dict) -> str:
+    """The priorityClassName of the probe's pod ('' when it names none)."""
+    from gpufleet.scheduling.headroom import probe_pod
+
+    name = probe_pod(probe)[2].get("priorityClassName")
+    return name if isinstance(name, str) else ""
+
+
+def _with_class(probe: dict, name: str, objects: list[dict]) -> dict:
+    """The probe with its pod's priorityClassName set to `name`, which must be a class the inputs know."""
+    import copy
+
+    from gpufleet.admission.priority import priority_classes
+
+    known = priority_classes(objects).values
+    if name not in known:
+        given = sorted(k for k in known if not k.startswith("system-"))
+        raise InputError(f"priority class {name!r} of the probe: no PriorityClass of that name among the inputs "
+                         "(MANIFEST, the probe file, the cluster's); expected one of " + ", ".join(
+                             [*given, "system-cluster-critical", "system-node-critical"]))
+    out = copy.deepcopy(probe)
+    if out.get("kind") == "Pod":
+        spec = out.setdefault("spec", {})
+    elif out.get("kind") == "CronJob":
+        spec = out["spec"]["jobTemplate"]["spec"]["template"].setdefault("spec", {})
+    else:
+        spec = out["spec"]["template"].setdefault("spec", {})
+    spec["priorityClassName"] = name
+    spec.pop("priority", None)
+    return out
+
+
+def _with_preemption(answer, class_name: str) -> str:
+    """The answer when the copies may preempt: how many, and whom they evict."""
+    low, high = answer.instances_range
+    spread = f" ({low}-{high})" if low != high else ""
+    head = (f"With preemption at priority {answer.priority} (PriorityClass {class_name}): {answer.instances} more "
+            f"instance(s){spread}")
+    if not answer.victims:
+        return head + ", evicting nothing (no pod of lower priority is in the way)."
+    shown = [v.words() for v in answer.victims[:10]]
+    more = f", and {len(answer.victims) - 10} more group(s)" if len(answer.victims) > 10 else ""
+    return head + ", evicting " + ", ".join(shown) + more + "."
 
 
 def _with_scale_up(scaled, grown) -> str:

@@ -25,6 +25,7 @@ from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import flatten, workload_of
+from gpufleet.scheduling.result import Evicted
 
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
@@ -51,11 +52,18 @@ class Headroom:
     by_zone: dict[str, int] = field(default_factory=dict)
     stopped_by: str = ""
     tried: int = 0
+    priority: int | None = None
+    """With preemption: the probe's priority (its copies may evict pods of lower priority); None: free room."""
+    victims: tuple[Evicted, ...] = ()
+    """With preemption: the pods the first run's copies evict, per workload and node."""
 
     def to_json(self) -> dict:
-        return {"probe": self.probe, "instances": self.instances, "instancesRange": list(self.instances_range),
-                "byNode": self.by_node, "byProduct": self.by_product, "byZone": self.by_zone,
-                "stoppedBy": self.stopped_by}
+        out = {"probe": self.probe, "instances": self.instances, "instancesRange": list(self.instances_range),
+               "byNode": self.by_node, "byProduct": self.by_product, "byZone": self.by_zone,
+               "stoppedBy": self.stopped_by}
+        if self.priority is not None:
+            out |= {"priority": self.priority, "victims": [v.to_json() for v in self.victims]}
+        return out
 
 
 def probe_pod(obj: dict) -> tuple[str, dict, dict]:
@@ -125,8 +133,13 @@ def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObje
 
 
 def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
-             extended_resource_toleration: bool = False, tie_runs: int | None = None) -> Headroom:
-    """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring)."""
+             extended_resource_toleration: bool = False, tie_runs: int | None = None,
+             preemption: bool = False) -> Headroom:
+    """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring).
+
+    `preemption`: copies that fit nowhere may evict pods of lower priority than the probe's (its
+    priorityClassName among `manifests`' PriorityClasses), as kube-scheduler's DefaultPreemption does; evicted
+    running pods are gone, evicted pods of `manifests` are recreated and wait. Without it, free room only."""
     from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
 
     namespace, meta, spec = probe_pod(probe)
@@ -135,7 +148,16 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
         raise ProbeError(f"the probe's pod claim {missing}, which none of the inputs holds: put it beside the "
                          "probe's workload in the probe file (every copy of the probe needs it)")
     node_list, pod_list = _nodes(nodes), _pods(pods)
-    bound = upper_bound(node_list, pod_list, pod_requests(spec))
+    level = None
+    in_the_way = pod_list
+    if preemption:  # the room of every pod the copies may evict counts as free for the bound
+        from gpufleet.admission.priority import priority_classes
+
+        known = priority_classes(list(flatten(manifests)))
+        level = known.of(spec)
+        in_the_way = [p for p in pod_list
+                      if (p.priority if p.priority is not None else known.of({}, p.priority_class)) >= level]
+    bound = upper_bound(node_list, in_the_way, pod_requests(spec))
     if spec.get("resourceClaims"):
         bound = min(bound, device_bound(node_list, namespace, spec, _dra(manifests)))
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -144,7 +166,7 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     key = f"Deployment/{namespace}/{PROBE_NAME}"
     result = check_workloads(node_list, pod_list, [*manifests, deployment],
                              extended_resource_toleration=extended_resource_toleration,
-                             tie_runs=tie_runs or HEADROOM_RUNS, preemption=False)  # free room only
+                             tie_runs=tie_runs or HEADROOM_RUNS, preemption=preemption)
     by_node = {node: n for k, node, n in result.placements if k == key}
     placed = sum(by_node.values())
     stuck = next((u for u in result.unschedulable if u.workload == key), None)
@@ -161,9 +183,10 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
         labels = named[node].labels if node in named else {}
         products[devices.get(node) or _product(labels, spec)] += n
         zones[labels.get(ZONE_LABEL, "(no zone)")] += n
+    victims = next((p.victims for p in result.preemptions if p.workload == key), ())
     return Headroom(key, middle, (min(per_run), max(per_run)), dict(sorted(by_node.items())),
                     dict(sorted(products.items())), dict(sorted(zones.items())),
-                    stuck.message if stuck is not None else "", bound)
+                    stuck.message if stuck is not None else "", bound, level, victims)
 
 
 def _product(labels: dict[str, str], spec: dict) -> str:
