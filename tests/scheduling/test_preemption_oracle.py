@@ -39,42 +39,33 @@ RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios"
 #: mostly the order the real scheduler works in: one preemptor pod at a time, each nominated before the next,
 #: with the controllers recreating victims (which then preempt lower-priority pods themselves) in between.
 KNOWN: dict[int, str] = {
-    0: "run 0: Deployment/ml/infer-3 evicts {Pod/batch/pod-7: 1, Pod/batch/pod-5: 1, "
-       "Deployment/batch/deployment-1: 1, Deployment/batch/deployment-6: 1, Job/batch/job-8: 1, "
-       "Job/batch/job-4: 1}; the real runs: [{Deployment/batch/deploym...",
-    1: "run 0: Job/ml/infer-1 evicts {Deployment/batch/deployment-3: 1, Pod/batch/pod-1: 1, "
-       "Deployment/batch/deployment-2: 2}; the real runs: [{Deployment/batch/deployment-2: 1, "
-       "Deployment/batch/deployment-3: 1, Pod/batch/pod-1: 1}, {D...",
-    5: "run 0: Job/ml/infer-1 evicts {Deployment/batch/deployment-5: 1, "
-       "Deployment/batch/deployment-4: 2}; the real runs: [{Deployment/batch/deployment-4: 3, "
-       "Deployment/batch/deployment-5: 2}, {Deployment/batch/deployment-4: 1, Deploym...",
-    6: "run 0: Deployment/ml/infer-2 runs, the real scheduler: [pending]",
-    8: "run 0: Deployment/ml/infer-2 evicts {Deployment/batch/deployment-2: 2}; the real runs: "
-       "[{Deployment/batch/deployment-2: 3}, {Deployment/batch/deployment-2: 3}]",
-    10: "run 0: Deployment/ml/infer-3 evicts {Deployment/ml/infer-2: 2}; the real runs: "
-        "[{Deployment/batch/deployment-1: 1, Deployment/batch/deployment-5: 1, Pod/batch/pod-3: 1}, "
-        "{Deployment/batch/deployment-1: 1, Deployment/batch/deplo...",
+    0: "run 0: Deployment/ml/infer-3 evicts {Pod/batch/pod-7: 1, Job/batch/job-4: 2, Job/batch/job-2: 1, "
+       "Deployment/batch/deployment-6: 1, Job/batch/job-8: 1, Deployment/batch/deployment-1: 1}; th...",
+    3: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-1: 1, "
+       "Deployment/batch/deployment-5: 1}; the real runs: [{Deployment/batch/deployment-4: 1, "
+       "Pod/batch/pod-2: 1}, {Pod/batch/po...",
+    5: "run 0: Job/ml/infer-1 evicts {Deployment/batch/deployment-4: 1, Deployment/batch/deployment-5: 1, "
+       "Pod/batch/pod-3: 1, Deployment/batch/deployment-8: 1}; the real runs: [{Deployment/batch/depl...",
+    6: "run 0: Job/ml/infer-1 evicts {Pod/batch/pod-3: 1}; the real runs: [{Deployment/batch/deployment-2: "
+       "2}, {Deployment/batch/deployment-2: 2}]",
+    10: "run 0: Deployment/ml/infer-3 evicts {Deployment/ml/infer-2: 1, Pod/batch/pod-3: 1, "
+        "Deployment/batch/deployment-1: 1}; the real runs: [{Deployment/batch/deployment-1: 1, "
+        "Deployment/batch/deplo...",
     11: "run 0: Job/ml/infer-1 evicts {Deployment/batch/deployment-5: 1, Pod/batch/pod-7: 1, "
-        "Deployment/batch/deployment-1: 1, Deployment/ml/low-late: 1}; the real runs: "
-        "[{Deployment/batch/deployment-3: 2, Deployment/batch/deployment-5:...",
-    14: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-2: 2, Job/batch/job-5: 1, "
-        "Pod/batch/pod-6: 1}; the real runs: [{Deployment/batch/deployment-2: 1, Job/batch/job-3: 2, "
-        "Job/batch/job-5: 2}, {Deployment/batch/deplo...",
-    15: "run 0: Deployment/ml/infer-2 evicts {Deployment/batch/deployment-1: 2}; the real runs: "
-        "[{Deployment/batch/deployment-1: 2, Pod/batch/pod-4: 1}, {Deployment/batch/deployment-1: 3}]",
-    16: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-3: 1}; the real runs: [{}, "
-        "{}]",
-    17: "run 0: Deployment/ml/infer-1 evicts {Job/batch/job-1: 2}; the real runs: "
-        "[{Deployment/batch/deployment-2: 1, Job/batch/job-1: 2, Pod/batch/pod-8: 1}, "
-        "{Deployment/batch/deployment-2: 2, Job/batch/job-1: 1, Pod/batch/pod-8: 1}]",
+        "Deployment/batch/deployment-4: 1, Job/batch/job-8: 1}; the real runs: "
+        "[{Deployment/batch/deployment-5: 2, ...",
+    14: "run 0: Deployment/ml/infer-1 runs, the real scheduler: [pending]",
+    15: "run 0: Deployment/ml/infer-1 evicts {Pod/batch/pod-5: 1, Job/batch/job-6: 1}; the real runs: "
+        "[{Deployment/batch/deployment-1: 1, Job/batch/job-6: 1, Pod/batch/pod-5: 1}, {Deployment/batch/d...",
+    17: "run 0: Deployment/ml/polite pending, the real scheduler: [runs]",
     18: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-6: 2, "
-        "Deployment/batch/deployment-3: 1, Job/batch/job-2: 1, Deployment/batch/deployment-4: 1}; the"
-        " real runs: [{Deployment/batch/deployment-3: 1, Deployment/batch...",
-    19: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-2: 2}; the real runs: "
-        "[{Deployment/batch/deployment-1: 1, Deployment/batch/deployment-2: 1, Pod/batch/pod-5: 1}, "
-        "{Deployment/batch/deployment-2: 2, Pod/batch/pod-...",
-    20: "run 1: Deployment/ml/infer-1 evicts {Pod/batch/pod-2: 1}; the real runs: [{}, "
-        "{Deployment/batch/deployment-5: 1}]",
+        "Deployment/batch/deployment-3: 1, Job/batch/job-1: 1, Pod/batch/pod-5: 1}; the real runs: "
+        "[{Deployment/batch/deployment-...",
+    20: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-5: 1}; the real runs: "
+        "[{Deployment/batch/deployment-1: 1}, {}]",
+    21: "run 1: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-2: 1, "
+        "Deployment/batch/deployment-4: 1}; the real runs: [{Deployment/batch/deployment-1: 1, "
+        "Deployment/batch/deployment-4: 1}, ...",
 }
 
 
