@@ -61,6 +61,7 @@ ADMISSION_PATHS = {"ResourceQuota": ("v1", "/api/v1/resourcequotas"),
                    "LimitRange": ("v1", "/api/v1/limitranges"),
                    "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1/priorityclasses"),
                    "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1/poddisruptionbudgets"),
+                   "Namespace": ("v1", "/api/v1/namespaces"),
                    "ClusterQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"),
                    "LocalQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/localqueues"),
                    "ResourceFlavor": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors")}
@@ -419,9 +420,10 @@ class KubeconfigCluster:
                                                   for kind, (version, path) in ADMISSION_PATHS.items()])
         if forbidden:
             self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
-                                 "credentials, so admission (quotas, limit ranges, priority classes, Kueue) "
-                                 "and preemption (disruption budgets) are checked without them; grant the "
-                                 "ClusterRole in deploy/rbac/gpufleet-discovery-clusterrole.yaml")
+                                 "credentials, so admission (quotas, limit ranges, priority classes, Kueue), "
+                                 "preemption (disruption budgets) and namespaceSelectors (namespace labels) are "
+                                 "checked without them; grant the ClusterRole in "
+                                 "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
 
     def cluster_api(self) -> tuple[list[dict], bool]:

@@ -22,8 +22,25 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def is_list(doc: Any) -> bool:
-    """A kubectl List (`kind: List` or `items` without a kind): its items are the objects."""
-    return isinstance(doc, dict) and (doc.get("kind") == "List" or ("items" in doc and "kind" not in doc))
+    """A kubectl List (`kind: List` or `items` without a kind), or the API server's own list of one kind
+    (`kind: NamespaceList`, `PodList`, ... with its items): its items are the objects."""
+    if not isinstance(doc, dict):
+        return False
+    kind = doc.get("kind")
+    return kind == "List" or ("items" in doc and "kind" not in doc) or (
+        isinstance(kind, str) and kind.endswith("List") and len(kind) > 4 and isinstance(doc.get("items"), list))
+
+
+def with_kind(doc: dict, item: Any) -> Any:
+    """An item of `doc` (a list) with the kind and apiVersion of a typed list (`NamespaceList` -> `Namespace`)
+    where it has none: the API server leaves them out of a typed list's items, kubectl puts them in."""
+    kind = doc.get("kind")
+    if not isinstance(item, dict) or "kind" in item or not isinstance(kind, str) or kind == "List":
+        return item
+    out = {"kind": kind[:-len("List")], **item}
+    if "apiVersion" not in item and isinstance(doc.get("apiVersion"), str):
+        out = {"apiVersion": doc["apiVersion"], **out}
+    return out
 
 
 def manifest_files(path: Path) -> list[Path]:
@@ -103,6 +120,7 @@ def _objects(file: str, index: int, doc: Any, errors: list[str]) -> Iterable[Doc
         errors.append(f"{file}: document {index + 1}: items: must be a list, not {json_type(items)}")
         return
     for i, item in enumerate(items):
+        item = with_kind(doc, item)
         if isinstance(item, dict) and not is_list(item):
             yield Document(file, index, item, i)
         else:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import InputError, one_line
-from gpufleet.manifests.reading import is_list, load_documents
+from gpufleet.manifests.reading import is_list, load_documents, with_kind
 
 #: Kind -> API group shown in API server errors (`Deployment.apps "x" is invalid: ...`).
 CHECKED_KINDS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "Job": "batch",
@@ -126,7 +126,7 @@ def flatten(docs: Iterable[Any]) -> Iterable[dict]:
     for doc in docs:
         if is_list(doc):
             items = doc.get("items")
-            yield from flatten(items if isinstance(items, list) else [])
+            yield from flatten([with_kind(doc, i) for i in items] if isinstance(items, list) else [])
         elif isinstance(doc, dict):
             yield doc
 

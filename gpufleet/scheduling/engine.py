@@ -77,6 +77,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
         check.admission = admission
         check.objects = list(flatten(manifests)) if preemption else []
+        check.namespaces = [o for o in flatten(manifests) if o.get("kind") == "Namespace"]
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduler.plugins.dynamicresources.claims import (
                 DraState,  # CEL loads only for pods with claims
@@ -109,6 +110,7 @@ class _Check:
         self.dra_base: DraState | None = None
         self.admission: Admission | None = None
         self.objects: list[dict] = []
+        self.namespaces: list[dict] = []
         self._shapes: dict[str, PodShape] = {}
         self.shapes: dict[int, PodShape] = {}
 
@@ -175,7 +177,7 @@ class _Check:
         running = [p for p in self.running if p.pod_affinity and p.node in self.snapshot.index]
         if not running and not any(has_pod_rules(self.workloads[i].spec) for i in shapes):
             return {}
-        from gpufleet.scheduler.plugins.interpodaffinity import terms_of
+        from gpufleet.scheduler.plugins.interpodaffinity import merge_namespace_selectors, terms_of
         from gpufleet.scheduler.pod_constraints import PlacedTerms, PodConstraints
         from gpufleet.scheduler.pods_on_nodes import PodsOnNodes
 
@@ -184,16 +186,35 @@ class _Check:
                                          for p in self.running if p.node in snap.index])
         snap.placed = PlacedTerms(snap.n)
         groups: dict[tuple[str, str], int] = {}  # running pods with the same terms count as one holder
+        labels = self._namespace_labels()
         for p in running:
             group = groups.setdefault((p.namespace, repr(p.pod_affinity)), -1 - len(groups))
-            snap.placed.place(group, terms_of({"affinity": p.pod_affinity}, p.namespace), snap.index[p.node])
+            affinity = merge_namespace_selectors(p.pod_affinity or {}, labels)
+            snap.placed.place(group, terms_of({"affinity": affinity}, p.namespace), snap.index[p.node])
         out = {}
         for i in shapes:
             w = self.workloads[i]
             terms = pod_terms(w.spec, shapes[i].requests, self.ert)
             ok = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
-            out[i] = PodConstraints(self.framework, w.spec, w.namespace, w.labels, ok[self.class_of])
+            spec = w.spec
+            if isinstance(spec.get("affinity"), dict):
+                spec = {**spec, "affinity": merge_namespace_selectors(spec["affinity"], labels)}
+            out[i] = PodConstraints(self.framework, spec, w.namespace, w.labels, ok[self.class_of])
         return out
+
+    def _namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Every namespace a pod of the check is or will be in, and those Namespace objects among the inputs
+        name, with their labels (the API server sets `kubernetes.io/metadata.name` on each)."""
+        labels = {ns: {"kubernetes.io/metadata.name": ns}
+                  for ns in {p.namespace for p in self.running} | {w.namespace for w in self.workloads}}
+        for obj in self.namespaces:
+            meta = obj.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            name, given = meta.get("name"), meta.get("labels")
+            if isinstance(name, str) and name:
+                given = given if isinstance(given, dict) else {}
+                labels[name] = {**{str(k): str(v) for k, v in given.items()}, "kubernetes.io/metadata.name": name}
+        return labels
 
     def _admit(self, w: PodWorkload) -> PodShape | Unschedulable | Warning | None:
         """API validation and the scheduler name: the workload's pod shape when the scheduler will see it,

@@ -8,9 +8,10 @@ from gpufleet.scheduler.plugins.interpodaffinity.plugin import (
     Term,
     Terms,
     filter_failures,
+    merge_namespace_selectors,
     score,
     terms_of,
 )
 
 __all__ = ["AFFINITY", "ANTI_AFFINITY", "EXISTING_ANTI_AFFINITY", "InterPodAffinity", "Term", "Terms",
-           "filter_failures", "score", "terms_of"]
+           "filter_failures", "merge_namespace_selectors", "score", "terms_of"]

@@ -13,8 +13,9 @@ Score: per topology domain, + weight for each pod a preferred affinity term matc
 preferred anti-affinity term matches, and the same for earlier pods' preferred terms (and their required
 affinity terms, weight 1) that match this pod; scaled to 0..100 between the lowest and highest node.
 
-A term's namespaces: its `namespaces`, else the pod's own; `namespaceSelector: {}` means every namespace.
-Earlier pods' terms are known for the pods the check places (not for pods already running).
+A term's namespaces: its `namespaces`, else the pod's own; `namespaceSelector: {}` means every namespace; any
+other `namespaceSelector` adds the namespaces whose labels it matches (`merge_namespace_selectors`, what the
+plugin's PreFilter does with the namespace lister), and then the pod's own namespace only when listed.
 """
 
 from __future__ import annotations
@@ -47,14 +48,55 @@ class Term:
         return self.selector, self.namespaces
 
 
+def _everything(selector) -> bool:
+    """A label selector with no requirement (`{}`, or empty matchLabels and matchExpressions): every object."""
+    return isinstance(selector, dict) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
 def _term(t: dict, namespace: str, weight: int = 1) -> Term:
     listed = frozenset(str(n) for n in t.get("namespaces") or ())
     selector = t.get("namespaceSelector")
-    if selector == {}:
+    if _everything(selector):
         namespaces = None
-    else:
+    elif selector is None:
         namespaces = listed or frozenset((namespace,))
+    else:  # merged into `namespaces` already (merge_namespace_selectors); no namespace label is known otherwise
+        namespaces = listed
     return Term(t.get("labelSelector"), namespaces, str(t.get("topologyKey") or ""), weight)
+
+
+def merge_namespace_selectors(affinity: dict, namespace_labels: dict[str, dict[str, str]]) -> dict:
+    """`affinity` with each term's non-empty `namespaceSelector` resolved: the namespaces whose labels it
+    matches join the term's `namespaces` (upstream's PreFilter, mergeAffinityTermNamespacesIfNotEmpty, over
+    the namespace lister). `namespace_labels`: every namespace a pod of the check can be in, with its labels
+    (the API server gives each `kubernetes.io/metadata.name`)."""
+
+    def merged(term):
+        if not isinstance(term, dict):
+            return term
+        selector = term.get("namespaceSelector")
+        if selector is None or _everything(selector):
+            return term
+        found = [ns for ns, labels in sorted(namespace_labels.items()) if selector_matches(selector, labels)]
+        listed = [str(n) for n in term.get("namespaces") or ()]
+        return {**term, "namespaces": list(dict.fromkeys([*listed, *found]))}
+
+    out = dict(affinity)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = affinity.get(kind)
+        if not isinstance(block, dict):
+            continue
+        block = dict(block)
+        required = block.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(required, list):
+            block["requiredDuringSchedulingIgnoredDuringExecution"] = [merged(t) for t in required]
+        preferred = block.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(preferred, list):
+            block["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {**w, "podAffinityTerm": merged(w.get("podAffinityTerm"))} if isinstance(w, dict) else w
+                for w in preferred]
+        out[kind] = block
+    return out
 
 
 @dataclass
