@@ -22,7 +22,8 @@ from policies._capacity import (
     plan_capacity,
     stack_groups,
 )
-from policies._common import POD_SPEC_PATHS, STACK_CONFIG_PROPERTIES, config_of, each_known
+from policies._common import STACK_CONFIG_PROPERTIES, config_of, each_known
+from policies._model import deployed_pods
 from policies.gpu_capacity_fit import ADMISSION_TYPES, manifest_of
 
 #: What the engine reads beside the workloads: PriorityClasses and quotas, DRA claims, and the budgets that
@@ -38,21 +39,12 @@ def namespace_of(workload: str) -> str:
 
 def validate(args: StackValidationArgs, report_violation) -> None:
     config = config_of(args)
-    beside: list[dict] = []
-    workloads: list[tuple[str, dict, str]] = []
-
-    def collect(r) -> None:
-        if r.resource_type in BESIDE:
-            beside.append(manifest_of(r.resource_type, r.props))
-        if r.resource_type in POD_SPEC_PATHS:
-            m = manifest_of(r.resource_type, r.props)
-            meta = m.get("metadata") or {}
-            workloads.append((f"{m['kind']}/{meta.get('namespace') or 'default'}/{meta.get('name') or r.name}", m,
-                              r.urn))
-
-    each_known(args.resources, collect)
+    workloads = deployed_pods(args)
     if not workloads:
         return
+    beside: list[dict] = []
+    each_known(args.resources, lambda r: beside.append(manifest_of(r.resource_type, r.props))
+               if r.resource_type in BESIDE else None)
     try:
         capacity, cfg = plan_capacity(args, config)
     except CapacityUnavailable:
