@@ -25,7 +25,6 @@ which workload gets the room of nodes on their way can depend on it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -35,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from oracle_args import digest, seeds  # noqa: E402
 
 from tests.autoscaler.scenarios import expander_variant, scenario, write  # noqa: E402
 
@@ -92,18 +93,6 @@ def remaining(objects: list[dict], placed: dict[str, list[str]], tmp: Path) -> t
 
     app.write_text(yaml.safe_dump_all(left, sort_keys=False))
     return pods, app
-
-
-def digest(paths) -> str:
-    return hashlib.sha256(b"".join(Path(p).read_bytes() for p in paths)).hexdigest()
-
-
-def seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        out += list(range(int(low), int(high or low) + 1))
-    return out
 
 
 def main() -> None:

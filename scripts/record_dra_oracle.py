@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from oracle_args import seeds as seed_list  # noqa: E402
+
 from tests.scheduling.dra_scenarios import digest, scenario, write
 
 SCHEDULER = "kube-scheduler v1.34.1 (k8s.io/kubernetes/pkg/scheduler in-process, default profile)"
@@ -38,14 +40,6 @@ ABOUT = ("What the real kube-scheduler v1.34.1 run in-process over a fake client
          "random, so runs may differ): workload -> scheduled and pending pods, reason (pending | rejected | "
          "gated | null) and the FailedScheduling message of its first pending pod (without the preemption "
          "tail). Recorded by scripts/record_dra_oracle.py; the tests never run the scheduler.")
-
-
-def seeds_of(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out += list(range(int(a), int(b or a) + 1))
-    return out
 
 
 def run_once(oracle: str, paths, timeout: int) -> dict:
@@ -90,7 +84,7 @@ def main() -> None:
     args = ap.parse_args()
 
     entries, walls, start = [], [], time.monotonic()
-    seeds = seeds_of(args.seeds)
+    seeds = seed_list(args.seeds)
     for i, seed in enumerate(seeds):
         s = scenario(seed)
         runs = []

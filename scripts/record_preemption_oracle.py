@@ -22,7 +22,6 @@ tests/scheduling/preemption_scenarios.py and, `--runs` times, on a fresh control
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -32,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from oracle_args import digest, seeds  # noqa: E402
 
 from tests.e2e.cluster import Cluster, ClusterError, bin_dir  # noqa: E402
 from tests.e2e.kwok_nodes import create_nodes, nodes_from_items, wait_nodes_ready  # noqa: E402
@@ -257,18 +258,6 @@ def record(s, pods, pdbs, final, seen, events, refused, wall) -> dict:
            "settle_s": round(wall, 1) if wall is not None else None}
     if unparsed:
         out["unparsedEvents"] = unparsed
-    return out
-
-
-def digest(paths) -> str:
-    return hashlib.sha256(b"".join(Path(p).read_bytes() for p in paths)).hexdigest()
-
-
-def seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        out += list(range(int(low), int(high or low) + 1))
     return out
 
 
