@@ -253,7 +253,7 @@ class _Check:
         if first.by_preemption:
             from gpufleet.scheduling.preempting import preemption_verdict
 
-            found = preemption_verdict(w.key, first, [node.name for node in self.nodes])
+            found = preemption_verdict(w.key, first, [node.name for node in self.nodes], outcomes[1:])
             if found is not None:
                 result.preemptions.append(found)
         for node, used, allocated in first.devices:

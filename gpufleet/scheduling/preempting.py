@@ -88,9 +88,11 @@ def budgets_of(objects: list[dict]) -> list[Budget]:
     return out
 
 
-def preemption_verdict(key: str, outcome: Outcome, node_names: Sequence[str]) -> Preemption | None:
+def preemption_verdict(key: str, outcome: Outcome, node_names: Sequence[str],
+                       others: Sequence[Outcome] = ()) -> Preemption | None:
     """The pods a workload runs by preemption in one run, and whom they evicted (grouped per workload, node,
-    priority and broken budget, in eviction order)."""
+    priority and broken budget, in eviction order). `others`: the same workload in the other seeded runs,
+    whose tie-breaks may have evicted other pods (their victim workloads and counts, where they differ)."""
     if not outcome.by_preemption:
         return None
     groups: dict[tuple[str, int, int, str], int] = {}
@@ -99,4 +101,19 @@ def preemption_verdict(key: str, outcome: Outcome, node_names: Sequence[str]) ->
         groups[group] = groups.get(group, 0) + 1
     victims = tuple(Evicted(w, n, node_names[node], priority, budget)
                     for (w, node, priority, budget), n in groups.items())
-    return Preemption(key, outcome.by_preemption, victims)
+    mine = _per_workload(outcome)
+    seen = [mine]
+    for other in others:
+        theirs = _per_workload(other)
+        if theirs not in seen:
+            seen.append(theirs)
+    return Preemption(key, outcome.by_preemption, victims, tuple(seen[1:]), len(others) + 1,
+                      sum(_per_workload(o) == mine for o in others) + 1)
+
+
+def _per_workload(outcome: Outcome) -> dict[str, int]:
+    """Victim workload -> pods evicted, in one run."""
+    out: dict[str, int] = {}
+    for _, victim, _ in outcome.evicted:
+        out[victim.key] = out.get(victim.key, 0) + 1
+    return dict(sorted(out.items()))

@@ -130,12 +130,28 @@ class Preemption:
     workload: str
     pods: int
     victims: tuple[Evicted, ...]
+    otherwise: tuple[dict[str, int], ...] = ()
+    """Where the scheduler's tie-breaks choose other nodes, the other victim sets seen (workload -> pods)."""
+    runs: int = 1
+    """The seeded runs of the scheduler the check made."""
+    same: int = 1
+    """Of them, those that evicted the same pods per workload as `victims`."""
 
     def to_json(self) -> dict:
-        return {"workload": self.workload, "pods": self.pods, "victims": [v.to_json() for v in self.victims]}
+        out = {"workload": self.workload, "pods": self.pods, "victims": [v.to_json() for v in self.victims]}
+        if self.otherwise:
+            out["otherVictims"] = {"runs": self.runs, "sameVictims": self.same,
+                                   "alternatives": [dict(o) for o in self.otherwise]}
+        return out
 
     def line(self) -> str:
-        return f"fits by preemption: {self.workload} runs by evicting " + ", ".join(v.words() for v in self.victims)
+        text = f"fits by preemption: {self.workload} runs by evicting " + ", ".join(v.words() for v in self.victims)
+        if self.otherwise:
+            alternatives = "; ".join(", ".join(f"{n} of {w}" for w, n in o.items()) or "nothing"
+                                     for o in self.otherwise[:3])
+            text += (f" (where nodes tie: {self.runs - self.same} of {self.runs} runs of the scheduler's "
+                     f"tie-breaking evict otherwise: {alternatives})")
+        return text
 
 
 #: Controller steps between `kubectl apply` and a workload's pods: a bare Pod none, a Job's and a ReplicaSet's

@@ -378,3 +378,41 @@ def test_later_pods_of_the_workload_may_nominate_the_node_of_a_terminating_victi
                              [*CLASSES, deployment("infer", "ml", 3, 2, priorityClassName="serving")])
     assert result.fits and result.preemptions[0].pods == 3
     assert [(v.pods, v.node) for v in result.preemptions[0].victims] == [(1, "gpu-0")]
+
+
+# --- victims where nodes tie -----------------------------------------------------------------------------------
+
+
+def _three_equal_nodes_of_three_teams():
+    nodes = [node(f"gpu-{i}", 1) for i in range(3)]
+    pods = [running(f"train-{t}-x", f"gpu-{i}", 1, priority=100, owner=f"train-{t}-5f6d",
+                    labels={"pod-template-hash": "5f6d"}) for i, t in enumerate("abc")]
+    for p, t in zip(pods, "abc", strict=True):
+        p["metadata"]["ownerReferences"][0]["name"] = f"train-{t}-5f6d"
+    return nodes, pods
+
+
+def test_where_nodes_tie_the_other_victims_the_tie_breaks_choose_are_named():
+    nodes, pods = _three_equal_nodes_of_three_teams()
+    result = check_workloads(nodes, pods, [priority_class("serving", 1000),
+                                           deployment("infer", "ml", 1, 1, priorityClassName="serving")])
+    [p] = result.preemptions
+    teams = {"Deployment/team-b/train-a", "Deployment/team-b/train-b", "Deployment/team-b/train-c"}
+    [chosen] = p.victims
+    assert chosen.workload in teams and chosen.pods == 1
+    others = {w for alternative in p.otherwise for w in alternative}
+    assert others and others <= teams - {chosen.workload}
+    assert 1 <= p.same < p.runs
+    doc = p.to_json()["otherVictims"]
+    assert doc["runs"] == p.runs and doc["sameVictims"] == p.same and len(doc["alternatives"]) == len(p.otherwise)
+    assert f"of {p.runs} runs of the scheduler's tie-breaking evict otherwise: 1 of " in p.line()
+
+
+def test_a_victim_without_equal_is_named_alone():
+    nodes, pods = _three_equal_nodes_of_three_teams()
+    pods[1]["spec"]["priority"] = 50  # train-b is the least important: its node wins on the first criterion
+    result = check_workloads(nodes, pods, [priority_class("serving", 1000),
+                                           deployment("infer", "ml", 1, 1, priorityClassName="serving")])
+    [p] = result.preemptions
+    assert [v.workload for v in p.victims] == ["Deployment/team-b/train-b"]
+    assert p.otherwise == () and "otherVictims" not in p.to_json() and "tie-breaking" not in p.line()
