@@ -416,3 +416,18 @@ def test_a_victim_without_equal_is_named_alone():
     [p] = result.preemptions
     assert [v.workload for v in p.victims] == ["Deployment/team-b/train-b"]
     assert p.otherwise == () and "otherVictims" not in p.to_json() and "tie-breaking" not in p.line()
+
+
+def test_where_preemption_is_not_emulated_a_pending_workload_that_could_preempt_is_warned_about():
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app": "infer"}}}]
+    manifests = [priority_class("serving", 1000),
+                 deployment("infer", "ml", 1, 8, priorityClassName="serving", topologySpreadConstraints=spread)]
+    result = check_workloads([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=100)], manifests)
+    assert [u.workload for u in result.unschedulable] == ["Deployment/ml/infer"]  # the engine's own answer
+    [w] = [w for w in result.warnings if w.reason == "preemption"]
+    assert w.workload == "Deployment/ml/infer"
+    assert "its priority 1000 is above that of 1 pod(s) on nodes it may use" in w.message
+    same_priority = check_workloads([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=1000)],
+                                    manifests)
+    assert not [w for w in same_priority.warnings if w.reason == "preemption"]
