@@ -88,6 +88,9 @@ def command(
             raise InputError("give --probe FILE or --shapes (one of them)")
         if shapes and priority_class is not None:
             raise InputError("--priority-class goes with --probe: the standard shapes are counted in free room")
+        if shapes and node_groups is not None:
+            raise InputError("--node-groups goes with --probe: the standard shapes are counted on the nodes there "
+                             "are (give one shape as --probe to count it with every node group at its max size)")
         probe_obj, beside = _probe(probe) if probe is not None else (None, [])
         scale = scale_options(node_groups, max_nodes_total=max_nodes_total, gpu_total=gpu_total)
         live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)

@@ -64,6 +64,13 @@ def test_probe_and_shapes_exclude_each_other(fleet):
     assert "give --probe FILE or --shapes (one of them)" in both.err and "one of them" in neither.err
 
 
+def test_shapes_with_node_groups_is_exit_2_not_an_answer_that_ignores_them(fleet, tmp_path):
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("nodeGroups: []\n")
+    done = run("headroom", "--shapes", "--nodes", fleet["nodes"], "--node-groups", groups)
+    assert done.code == 2 and "--node-groups goes with --probe" in done.err
+
+
 def test_shapes_table_as_json_lists_each_gpu_shape_with_and_without_the_toleration(fleet):
     done = run("headroom", "--shapes", "--json", "--nodes", fleet["nodes"], "--pods", fleet["pods"])
     assert done.code == 0, done.err
