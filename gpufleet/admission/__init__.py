@@ -41,6 +41,11 @@ def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def namespace_labels(name: str, labels: Any) -> dict[str, str]:
+    """A namespace's labels as the API server keeps them: `kubernetes.io/metadata.name` is always its name."""
+    return {**{str(k): str(v) for k, v in _dict(labels).items()}, "kubernetes.io/metadata.name": name}
+
+
 class _Objects:
     """The admission-relevant objects among the inputs, by kind."""
 
@@ -73,8 +78,7 @@ class _Objects:
                 if isinstance(value, int) and not isinstance(value, bool):
                     self.classes[name] = PriorityClass(name, value, obj.get("globalDefault") is True)
             elif kind == "Namespace":
-                labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
-                self.namespace_labels[name] = {"kubernetes.io/metadata.name": name, **labels}
+                self.namespace_labels[name] = namespace_labels(name, meta.get("labels"))
             elif kind in KUEUE_KINDS:
                 from gpufleet.admission.kueue import GROUP
 

@@ -211,15 +211,16 @@ class _Check:
     def _namespace_labels(self) -> dict[str, dict[str, str]]:
         """Every namespace a pod of the check is or will be in, and those Namespace objects among the inputs
         name, with their labels (the API server sets `kubernetes.io/metadata.name` on each)."""
-        labels = {ns: {"kubernetes.io/metadata.name": ns}
+        from gpufleet.admission import namespace_labels
+
+        labels = {ns: namespace_labels(ns, None)
                   for ns in {p.namespace for p in self.running} | {w.namespace for w in self.workloads}}
         for obj in self.namespaces:
             meta = obj.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
-            name, given = meta.get("name"), meta.get("labels")
+            name = meta.get("name")
             if isinstance(name, str) and name:
-                given = given if isinstance(given, dict) else {}
-                labels[name] = {**{str(k): str(v) for k, v in given.items()}, "kubernetes.io/metadata.name": name}
+                labels[name] = namespace_labels(name, meta.get("labels"))
         return labels
 
     def _admit(self, w: PodWorkload) -> PodShape | Unschedulable | Warning | None:
