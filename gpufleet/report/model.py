@@ -413,7 +413,7 @@ def _not_evicted(running: Sequence[BoundPod], preemptions: Sequence[Preemption])
             evicting[(v.workload, v.node)] = evicting.get((v.workload, v.node), 0) + v.pods
     kept: list[BoundPod] = []
     for pod in reversed(running):
-        where = (pod.workload or f"Pod/{pod.namespace}/{pod.name}", pod.node)
+        where = (pod.key, pod.node)
         if evicting.get(where, 0) > 0:
             evicting[where] -= 1
             continue
