@@ -45,6 +45,11 @@ PodsOption = Annotated[Path | None, typer.Option(
     "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")]
 ErtOption = Annotated[bool, typer.Option(
     "--extended-resource-toleration", help="The API server runs the ExtendedResourceToleration admission plugin.")]
+NoSpreadOption = Annotated[bool, typer.Option(
+    "--no-default-spreading",
+    help="Pods of Deployments, ReplicaSets, StatefulSets and Services get no system default topology spreading: "
+         "the scheduler profile sets `defaultingType: List` without constraints, or pods are made directly, as "
+         "cluster-capacity makes them.")]
 
 
 def _verdict(result: CheckResult) -> str:
@@ -199,7 +204,7 @@ def with_origin(docs, run):
 
 
 def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
-              extended_resource_toleration: bool, live=None, scale=None) -> CheckResult:
+              extended_resource_toleration: bool, live=None, scale=None, default_spreading: bool = True) -> CheckResult:
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input.
 
     `scale`: (node groups file, ScaleUpOptions) to check with cluster-autoscaler's scale-up; the verdicts of the
@@ -211,11 +216,11 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
 
         groups = read_groups(scale[0], cap.nodes, live) or None  # none in the cluster: checked without scale-up
     return with_origin(docs, lambda: _checked(cap.nodes, cap.pods, cap.objects, docs, extended_resource_toleration,
-                                              groups, scale[1] if scale else None))
+                                              groups, scale[1] if scale else None, default_spreading))
 
 
 def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resource_toleration: bool, groups,
-             options) -> CheckResult:
+             options, default_spreading: bool = True) -> CheckResult:
     """The check of `objects` and the documents' objects, with scale-up of `groups` when given; then the pack's
     workload rules and the node platform findings on the documents."""
     from gpufleet.cli._node_platform import add_node_platform_findings
@@ -223,12 +228,14 @@ def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resour
 
     everything = objects + [d.obj for d in docs]
     if groups is None:
-        result = check_workloads(nodes, pods, everything, extended_resource_toleration=extended_resource_toleration)
+        result = check_workloads(nodes, pods, everything, extended_resource_toleration=extended_resource_toleration,
+                                 default_spreading=default_spreading)
     else:
         from gpufleet.scheduling.scaleup import check_with_scale_up
 
         result, verdicts = check_with_scale_up(nodes, pods, everything, groups, options,
-                                               extended_resource_toleration=extended_resource_toleration)
+                                               extended_resource_toleration=extended_resource_toleration,
+                                               default_spreading=default_spreading)
         result.scale_up = verdicts
     add_policy_findings(result, [d.obj for d in docs], nodes)
     add_node_platform_findings(result, [d.obj for d in docs], nodes)
@@ -236,7 +243,7 @@ def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resour
 
 
 def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extended_resource_toleration: bool,
-                    scale) -> CheckResult:
+                    scale, default_spreading: bool = True) -> CheckResult:
     """`check --stack`: the stack's workloads (and any MANIFEST) on its node pools as planned; the stack's
     autoscaled pools are node groups (gpufleet.autoscaler.stack_groups), with those of `--node-groups`.
     `scale`: (node groups file or None, ScaleUpOptions), as `scale_options(..., stack=True)` gives it."""
@@ -262,7 +269,8 @@ def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extend
     if not groups and scale[1] != ScaleUpOptions():
         raise options_need_groups(name)
     ert = extended_resource_toleration or cfg.cluster.extended_resource_toleration
-    return with_origin(docs, lambda: _checked(nodes, [], planned, docs, ert, groups or None, scale[1]))
+    return with_origin(docs, lambda: _checked(nodes, [], planned, docs, ert, groups or None, scale[1],
+                                              default_spreading))
 
 
 def add_policy_findings(result: CheckResult, objects: list, nodes: list) -> None:
@@ -346,6 +354,7 @@ def command(
     gpu_total: GpuTotalOption = None,
     expendable_cutoff: ExpendableCutoffOption = DEFAULT_EXPENDABLE_CUTOFF,
     priority_config: PriorityConfigOption = None,
+    no_default_spreading: NoSpreadOption = False,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
     Exit 0 fits (now, or after scale-up with --node-groups or a stack's autoscaled pools), 1 not, 2 bad input."""
@@ -357,13 +366,15 @@ def command(
                                     ("--context", context)) if v is not None]
             if given:
                 raise InputError(f"--stack plans the nodes from the stack file; do not also give {', '.join(given)}")
-            result = run_stack_check(stack, project_dir, manifests or [], extended_resource_toleration, scale)
+            result = run_stack_check(stack, project_dir, manifests or [], extended_resource_toleration, scale,
+                                     not no_default_spreading)
         else:
             if not manifests:
                 raise InputError("give MANIFEST files or directories to check, or --stack NAME to check a stack's "
                                  "workloads")
             live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
-            result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale)
+            result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale,
+                               not no_default_spreading)
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e

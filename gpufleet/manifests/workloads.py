@@ -34,6 +34,8 @@ class PodWorkload:
     """The counts the object sets, by field path (`spec.replicas`, `spec.parallelism`, ...)."""
     labels: dict[str, str] = field(default_factory=dict)
     """The pods' labels (what pod affinity and topology spread selectors match)."""
+    selector: dict | None = None
+    """The controller's `spec.selector` (Deployment, ReplicaSet, StatefulSet): which pods it owns."""
 
     @property
     def key(self) -> str:
@@ -113,8 +115,10 @@ def workload_of(obj: dict) -> PodWorkload | None:
     else:
         wanted = given.get("replicas", 1)
     annotations = dict(_dict(_dict(template.get("metadata")).get("annotations")))
+    selector = spec.get("selector") if kind in ("Deployment", "ReplicaSet", "StatefulSet") else None
     return PodWorkload(kind, str(namespace), str(name), _dict(template.get("spec")), wanted,
-                       f"{where}.template.spec", annotations, counts, _labels(_dict(template.get("metadata"))))
+                       f"{where}.template.spec", annotations, counts, _labels(_dict(template.get("metadata"))),
+                       selector if isinstance(selector, dict) else None)
 
 
 def _labels(meta: dict) -> dict[str, str]:

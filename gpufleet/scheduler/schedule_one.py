@@ -27,6 +27,7 @@ from gpufleet.scheduler.filters import failed_scheduling
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 
 if TYPE_CHECKING:
+    from gpufleet.scheduler.plugins.podtopologyspread.system_default import DefaultSpread
     from gpufleet.scheduler.pod_constraints import PodConstraints
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -75,8 +76,10 @@ class Cycle:
 
 
 def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.Random,
-                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None) -> Cycle:
-    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters.
+                 extra: ExtraFilter | None = None, pod: PodConstraints | None = None,
+                 spread: DefaultSpread | None = None) -> Cycle:
+    """`pod`: the workload's pod against the others (topology spread, pod affinity), when that matters;
+    `spread`: the system default spreading's scores, for a pod that gets them.
 
     Only the nodes that pass the static filters are looked at (`shape.eligible_nodes`): the others fail
     there whatever the cluster holds, and their reasons are counted once per shape (`static_counts`)."""
@@ -117,6 +120,9 @@ def schedule_one(snap: Snapshot, shape: PodShape, next_start: int, rng: random.R
         more = pod.scores(snap, window)
         if more is not None:
             total = total + more
+    found = spread.scores(window) if spread is not None else None
+    if found is not None:
+        total = total + found
     best = window[total == total.max()]
     if len(best) == 1:
         return Cycle(int(best[0]), processed)
@@ -236,11 +242,13 @@ class Kept:
 
 def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, rng: random.Random,
                       on_tie: Callable[[np.ndarray], None], kept: Kept | None = None,
-                      landed: Landed | None = None) -> tuple[list[int], Cycle | None, int]:
+                      landed: Landed | None = None,
+                      spread: DefaultSpread | None = None) -> tuple[list[int], Cycle | None, int]:
     """`count` pods of one shape, one cycle each, placed as they are chosen: (their nodes, the cycle that
     left one Pending or None, the next start index). The same as `schedule_one` per pod; the per-node scores
     that do not depend on the other scored nodes are kept (`kept`, refreshed from `landed`, the run's pods'
-    nodes so far) and refreshed only on the nodes pods land on."""
+    nodes so far) and refreshed only on the nodes pods land on. `spread`: the system default spreading,
+    whose counts grow with each pod placed."""
     n = snap.n
     if n == 0:
         return [], schedule_one(snap, shape, start, rng), start
@@ -264,6 +272,10 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
             node = int(window[0])
         else:
             total = framework.window_scores(scores, window, base[window])
+            if spread is not None:
+                found = spread.scores(window)
+                if found is not None:
+                    total = total + found
             best = window[total == _MAX(total)]
             node = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
             if len(best) > 1:
@@ -271,6 +283,8 @@ def schedule_replicas(snap: Snapshot, shape: PodShape, count: int, start: int, r
         start = (start + processed) % n
         snap.place(node, shape.requests, shape.nonzero, shape.ports)
         placed.append(node)
+        if spread is not None:
+            spread.add(node)
         if framework.fits_one(snap, shape, node):
             base[node] = framework.base_score_one(snap, scores, node)
         else:

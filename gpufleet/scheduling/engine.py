@@ -35,7 +35,7 @@ from gpufleet.scheduler.node_tree import tree_order
 from gpufleet.scheduler.plugins.imagelocality import ImageStates
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
-from gpufleet.scheduling.simulation import PriorityInputs, Run, Simulation
+from gpufleet.scheduling.simulation import PriorityInputs, Run, Simulation, SpreadInputs
 
 if TYPE_CHECKING:  # imported where used: CEL loads only for pods with claims
     from gpufleet.scheduler.plugins.dynamicresources.claims import DraState
@@ -59,7 +59,8 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
 
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
                     *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS,
-                    preemption: bool = True) -> CheckResult:
+                    preemption: bool = True, default_spreading: bool = True,
+                    made_directly: frozenset[str] = frozenset()) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
@@ -67,6 +68,11 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     quantity strings. DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate of
     resource.k8s.io/v1) among the manifests are the devices and claims that pods with claims use.
     `preemption`: whether a pod that fits nowhere may evict pods of lower priority (DefaultPreemption).
+    `default_spreading`: whether pods that Services, ReplicaSets (a Deployment's) or StatefulSets select get
+    the scheduler's system default topology spreading (the default profile's `defaultingType: System`);
+    False for pods created directly, as cluster-capacity does, or a profile with `defaultingType: List` and
+    no constraints. `made_directly`: keys of workloads whose pods are made without their owner (the copies of
+    a headroom probe, as cluster-capacity makes them): they get no default spreading either.
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -78,6 +84,9 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         check.admission = admission
         check.objects = list(flatten(manifests)) if preemption else []
         check.namespaces = [o for o in flatten(manifests) if o.get("kind") == "Namespace"]
+        if default_spreading:
+            check.services = _service_selectors(flatten(manifests))
+        check.made_directly = made_directly
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduler.plugins.dynamicresources.claims import (
                 DraState,  # CEL loads only for pods with claims
@@ -111,6 +120,9 @@ class _Check:
         self.admission: Admission | None = None
         self.objects: list[dict] = []
         self.namespaces: list[dict] = []
+        self.services: dict[str, list[dict[str, str]]] | None = None
+        """Per namespace, the selectors of its Services; None: no system default spreading."""
+        self.made_directly: frozenset[str] = frozenset()
         self.unemulated: PriorityInputs | None = None
         """The priorities of a check that could preempt but where preemption is not emulated (pod rules)."""
         self._shapes: dict[str, PodShape] = {}
@@ -142,7 +154,7 @@ class _Check:
             else:
                 priorities = levels
         simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base, constraints,
-                                priorities)
+                                priorities, self._default_spreads(shapes))
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]
@@ -206,6 +218,56 @@ class _Check:
             if isinstance(spec.get("affinity"), dict):
                 spec = {**spec, "affinity": merge_namespace_selectors(spec["affinity"], labels)}
             out[i] = PodConstraints(self.framework, spec, w.namespace, w.labels, ok[self.class_of])
+        return out
+
+    def _default_spreads(self, shapes: dict[int, PodShape]) -> dict[int, SpreadInputs]:
+        """Per workload whose pods get the system default topology spreading (no constraints of their own, a
+        non-empty default selector), what its scores count."""
+        if self.services is None or not shapes:
+            return {}
+        from gpufleet.labels import selector_matches
+        from gpufleet.scheduler.plugins.default_plugins import PROFILE
+        from gpufleet.scheduler.plugins.helper import default_selector
+        from gpufleet.scheduler.plugins.podtopologyspread.system_default import HOSTNAME, ZONE, Layout
+
+        weight = next(w for p, w in PROFILE if p.name == "PodTopologySpread") or 0
+        snap = self.snapshot
+        layout = Layout(snap.domains(HOSTNAME) >= 0, snap.domains(ZONE))
+        affinity: dict[str, np.ndarray] = {}  # by the pod's node terms: workloads alike share one array
+        out: dict[int, SpreadInputs] = {}
+        by_namespace: dict[str, list[tuple[int, dict[str, str]]]] | None = None  # running pods, read once
+        for i in shapes:
+            w = self.workloads[i]
+            if w.spec.get("topologySpreadConstraints") or w.key in self.made_directly:
+                continue
+            selector, own_only = default_selector(w.kind, w.selector, w.labels, self.services.get(w.namespace, []))
+            if selector is None:
+                continue
+            base = None
+            matchers: tuple[int, ...] = (i,)
+            if not own_only:
+                base = np.zeros(snap.n, dtype=np.int64)
+                if by_namespace is None:
+                    by_namespace = {}
+                    for p in self.running:
+                        at = snap.index.get(p.node)
+                        if at is not None:
+                            by_namespace.setdefault(p.namespace, []).append((at, dict(p.labels)))
+                for at, labels in by_namespace.get(w.namespace, ()):
+                    if selector_matches(selector, labels):
+                        base[at] += 1
+                others = self.workloads
+                matchers = tuple(j for j in shapes if j == i or (
+                    others[j].namespace == w.namespace and selector_matches(selector, others[j].labels)))
+            if base is not None and not base.any():
+                base = None
+            terms = pod_terms(w.spec, shapes[i].requests, self.ert)
+            key = repr(terms)
+            ok = affinity.get(key)
+            if ok is None:
+                by_class = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
+                ok = affinity[key] = by_class[self.class_of]
+            out[i] = SpreadInputs(base, matchers, layout, ok, weight)
         return out
 
     def _namespace_labels(self) -> dict[str, dict[str, str]]:
@@ -340,6 +402,22 @@ class _Check:
                 self.result.warnings.append(Warning(w.key, text))
                 self.result.memory.append(MemoryProblem(w.key, expected, budget, text))
                 break
+
+
+def _service_selectors(objects: Iterable[dict]) -> dict[str, list[dict[str, str]]]:
+    """Per namespace, the `spec.selector` of each Service among the inputs that has one (a Service without a
+    selector selects no pod)."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for obj in objects:
+        if obj.get("kind") != "Service":
+            continue
+        meta, spec = obj.get("metadata"), obj.get("spec")
+        selector = spec.get("selector") if isinstance(spec, dict) else None
+        if not isinstance(selector, dict):
+            continue
+        namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
+        out.setdefault(str(namespace), []).append({str(k): str(v) for k, v in selector.items()})
+    return out
 
 
 def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: CheckResult) -> list[MemoryProblem]:

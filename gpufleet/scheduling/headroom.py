@@ -134,8 +134,10 @@ def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObje
 
 def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
              extended_resource_toleration: bool = False, tie_runs: int | None = None,
-             preemption: bool = False) -> Headroom:
+             preemption: bool = False, default_spreading: bool = True) -> Headroom:
     """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring).
+    `default_spreading`: as check_workloads, for `manifests`; the probe's copies are made directly, as
+    cluster-capacity makes them, so they get none.
 
     `preemption`: copies that fit nowhere may evict pods of lower priority than the probe's (its
     priorityClassName among `manifests`' PriorityClasses), as kube-scheduler's DefaultPreemption does; evicted
@@ -166,7 +168,8 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     key = f"Deployment/{namespace}/{PROBE_NAME}"
     result = check_workloads(node_list, pod_list, [*manifests, deployment],
                              extended_resource_toleration=extended_resource_toleration,
-                             tie_runs=tie_runs or HEADROOM_RUNS, preemption=preemption)
+                             tie_runs=tie_runs or HEADROOM_RUNS, preemption=preemption,
+                             default_spreading=default_spreading, made_directly=frozenset((key,)))
     by_node = {node: n for k, node, n in result.placements if k == key}
     placed = sum(by_node.values())
     stuck = next((u for u in result.unschedulable if u.workload == key), None)

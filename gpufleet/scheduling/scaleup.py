@@ -101,12 +101,13 @@ class ScaleUpVerdicts:
 @collector_paused()  # the loop makes no reference cycles; collections would only rescan the inputs
 def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[dict], groups: list[NodeGroup],
                         options: ScaleUpOptions, *, extended_resource_toleration: bool = False,
+                        default_spreading: bool = True,
                         ) -> tuple[CheckResult, ScaleUpVerdicts]:
     nodes = [n if isinstance(n, Node) else node_from_object(n) for n in nodes]
     # The scheduler's preemption is left out here: the autoscaler counts the room of expendable pods as free
     # (what preemption gives them), and its recorded runs place pods without preemption (docs/autoscaling.md).
     first = check_workloads(nodes, pods, objects, extended_resource_toleration=extended_resource_toleration,
-                            preemption=False)
+                            preemption=False, default_spreading=default_spreading)
     flat = list(flatten(objects))
     workloads = {w.key: w for w in workloads_of(flat)}
     known = priority_classes(flat)

@@ -20,6 +20,7 @@ from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.filters import has_pod_rules
 from gpufleet.scheduler.framework.preemption import Victim
 from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption, PreemptionState, Preemptor
+from gpufleet.scheduler.plugins.podtopologyspread.system_default import DefaultSpread, Layout
 from gpufleet.scheduler.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 
@@ -134,6 +135,19 @@ class PriorityInputs:
     """The PodDisruptionBudgets (gpufleet.scheduler.framework.preemption.Budget)."""
 
 
+@dataclass(frozen=True)
+class SpreadInputs:
+    """One workload's system default spreading (gpufleet.scheduler.plugins.podtopologyspread.system_default):
+    the pods its default selector matches are `base` (running pods, per node; None: none) and the pods of
+    the check's workloads `matchers` (itself among them) where a run has placed them."""
+
+    base: np.ndarray | None
+    matchers: tuple[int, ...]
+    layout: Layout
+    affinity_ok: np.ndarray
+    weight: int
+
+
 #: When pods placed during a check start (seconds): after every running pod, in placement order.
 STARTED_IN_CHECK = 1e12
 _PREEMPTION = DefaultPreemption.name
@@ -142,17 +156,19 @@ _PREEMPTION = DefaultPreemption.name
 class Simulation:
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
                  same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None,
-                 priorities: PriorityInputs | None = None):
+                 priorities: PriorityInputs | None = None, spreads: dict[int, SpreadInputs] | None = None):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
         for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
         against the others, when some pod's placement depends on where other pods are (`base` then keeps
-        the pods on each node); `priorities`: when some pod may preempt others."""
+        the pods on each node); `priorities`: when some pod may preempt others; `spreads`: per workload, its
+        system default spreading, for those that get it."""
         self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
         if dra_base is not None:
             dra_base.attach(base.nodes)
         self.kind_of = same_node_kind
         self.constraints = constraints or {}
         self.priorities = priorities
+        self.spreads = spreads or {}
 
     def run(self, seed: int) -> Run:
         rng = random.Random(seed)
@@ -169,7 +185,8 @@ class Simulation:
             w = self.workloads[index]
             out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
-                start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out)
+                start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out,
+                                         self._spread(index, run))
                 placed.extend(out.nodes)
                 continue
 
@@ -202,7 +219,8 @@ class Simulation:
                 kept_for[id(shape)] = kept  # most recently used last
                 if len(kept_for) > KEPT_SHAPES:
                     del kept_for[next(iter(kept_for))]
-                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie, kept, placed)
+                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie, kept, placed,
+                                                             self._spread(index, run))
                 if snap.pods is not None:  # others' selectors may count these pods later
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
@@ -242,7 +260,8 @@ class Simulation:
         terminating: list[tuple[int, Victim]] = []
         left = count
         while left:
-            got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed)
+            got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed,
+                                                   self._spread(index, run))
             for node in got:
                 self._land(pre, placed, run, index, node)
             left -= len(got)
@@ -309,7 +328,8 @@ class Simulation:
             if self.priorities.preempts[index]:
                 start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre)
             else:
-                got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed)
+                got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
+                                                       self._spread(index, run))
                 for node in got:
                     self._land(pre, placed, run, index, node)
                 if failed is not None:
@@ -325,8 +345,9 @@ class Simulation:
         nodes: list[int] = []
         pods, placed = snap.pods, snap.placed
         assert pods is not None and placed is not None, "kept by the snapshot whenever a pod has constraints"
+        spread = self._spread(index, run)
         for _ in range(w.replicas):
-            cycle = schedule_one(snap, shape, start, rng, pod=pod)
+            cycle = schedule_one(snap, shape, start, rng, pod=pod, spread=spread)
             start = (start + cycle.processed) % snap.n if snap.n else 0
             if cycle.node is None:
                 return nodes, cycle, start
@@ -334,14 +355,29 @@ class Simulation:
                 run.decisive_ties += 1
             snap.place(cycle.node, shape.requests, shape.nonzero, shape.ports)
             pods.add(cycle.node, w.namespace, w.labels)
+            if spread is not None:
+                spread.add(cycle.node)
             if pod.terms:
                 placed.place(index, pod.terms, cycle.node)
             nodes.append(cycle.node)
         return nodes, None, start
 
-    def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out) -> int:
+    def _spread(self, index: int, run: Run) -> DefaultSpread | None:
+        """Workload `index`'s system default spreading, counted from what `run` has placed so far (a pod
+        evicted for another is no longer among its workload's nodes: terminating pods do not count)."""
+        found = self.spreads.get(index)
+        if found is None:
+            return None
+        counts = np.zeros(self.base.n, dtype=np.int64) if found.base is None else found.base.copy()
+        for other in found.matchers:
+            held = run.outcomes.get(other)
+            if held is not None and held.nodes:
+                np.add.at(counts, held.nodes, 1)
+        return DefaultSpread(counts, found.layout, found.affinity_ok, found.weight)
+
+    def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out, spread) -> int:
         for _ in range(w.replicas):
-            cycle, used = self._with_claims(snap, dra, shape, w, start, rng)
+            cycle, used = self._with_claims(snap, dra, shape, w, start, rng, spread)
             start = (start + cycle.processed) % snap.n if snap.n else 0
             if cycle.node is None:
                 out.pending, out.message, out.blocked = w.replicas - out.placed, cycle.message, cycle.blocked
@@ -351,11 +387,13 @@ class Simulation:
             snap.place(cycle.node, shape.requests, shape.nonzero, shape.ports)
             out.placed += 1
             out.nodes.append(cycle.node)
+            if spread is not None:
+                spread.add(cycle.node)
             run.hold(cycle.node, index)
             out.devices.append((cycle.node, *used))
         return start
 
-    def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng):
+    def _with_claims(self, snap: Snapshot, dra, shape: PodShape, w: PodWorkload, start: int, rng, spread=None):
         """A pod with DRA claims, through the profile's claims plugin (DynamicResources): its PreFilter, then the
         cycle with its Filter last, on the nodes that pass the rest; PostFilter when no node passes, Reserve on
         the chosen node."""
@@ -370,7 +408,7 @@ class Simulation:
             return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None
         outcomes = plugin.filter_claims(dra, needs)
         try:
-            cycle = schedule_one(snap, shape, start, rng, outcomes)
+            cycle = schedule_one(snap, shape, start, rng, outcomes, spread=spread)
         except FilterError as e:
             return Cycle(None, snap.n, f'running "{plugin.name}" filter plugin: {e}'), None
         if cycle.node is None:  # the pod stays Pending this attempt; what PostFilter frees, later pods may have

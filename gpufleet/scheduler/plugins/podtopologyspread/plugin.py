@@ -11,9 +11,9 @@ required node affinity (nodeAffinityPolicy Honor) and carry every constraint's l
 Score, for `ScheduleAnyway` constraints: per scored node, the sum over constraints of matching pods in its
 domain x log(domains + 2) + maxSkew - 1, rounded; then reversed and scaled so fewer pods score higher.
 
-Not applied: the cluster's default constraints, which the scheduler adds only for pods that a Service,
-ReplicaSet or StatefulSet selects (`gpufleet check` creates pods without those objects, as the reference
-the checks are measured against does).
+A pod without constraints of its own gets the system default ones instead when a Service, ReplicaSet or
+StatefulSet selects it: those are in system_default.py, kept per workload by the simulation (their counts
+change with every pod placed).
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+"""The scheduler's system default topology spreading, for real. A Deployment's pods belong to a ReplicaSet, and
+pods a Service selects share its selector: kube-scheduler's default profile then scores their spreading over
+hosts and zones (weight 2), which can beat where the resources alone would put them. Here two 1-GPU pods go
+to two nodes instead of the emptier one, and a 2-GPU pod created after them finds no node. `gpufleet check`
+must say Pending, on the live cluster and on kubectl files, as the real control plane does; with
+`--no-default-spreading` (pods made directly, as cluster-capacity makes them) it says they fit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.e2e.kwok_nodes import create_nodes, delete_kwok_nodes, nodes_from_items, wait_nodes_ready
+from tests.e2e.workloads import (
+    check_json,
+    create_all,
+    create_running_pods,
+    ensure_namespaces,
+    outcome,
+    settle,
+    workload_key,
+)
+from tests.scheduling.kube import container, node, pod, pod_spec
+
+NS = "e2e-spread"
+NODES = [node(f"spread-{i}", 2) for i in range(2)]
+
+
+def _busy(ns: str) -> dict:
+    """A running pod that leaves spread-0 a little fuller, so that resources alone prefer spread-1."""
+    return pod("busy-0", pod_spec(container(requests={"cpu": "1", "memory": "1Gi"})), namespace=ns,
+               node_name="spread-0", phase="Running")
+
+
+def _template(app: str, gpus: int) -> dict:
+    return {"metadata": {"labels": {"app": app}},
+            "spec": pod_spec(container(requests={"cpu": "100m"}, limits={"nvidia.com/gpu": str(gpus)}))}
+
+
+def _deployment(name: str, replicas: int, gpus: int, ns: str = NS) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": _template(name, gpus)}}
+
+
+def _job_with_service(name: str, ns: str) -> list[dict]:
+    """A Job's pods get default spreading only through a Service that selects them (a Job owner gives none)."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
+           "spec": {"parallelism": 2, "completions": 2,
+                    "template": {**_template(name, 1),
+                                 "spec": {**_template(name, 1)["spec"], "restartPolicy": "Never"}}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+               "spec": {"clusterIP": "None", "selector": {"app": name}}}
+    return [service, job]
+
+
+def _pending(answer: dict) -> dict[str, int]:
+    return {u["workload"]: u["pending"] for u in answer["unschedulable"]}
+
+
+@pytest.mark.parametrize(("ns", "first"), [(NS, [_deployment("small", 2, 1)]),
+                                           (f"{NS}-svc", _job_with_service("train", f"{NS}-svc"))],
+                         ids=["deployment", "job-behind-a-service"])
+def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_path, ns, first):
+    api = cluster.api()
+    delete_kwok_nodes(api)
+    nodes = nodes_from_items(NODES)
+    create_nodes(api, nodes)
+    wait_nodes_ready(api, [n.name for n in nodes])
+    ensure_namespaces(api, {ns})
+    create_running_pods(api, [_busy(ns)])
+    big = _deployment("big", 1, 2, ns)
+    manifests = tmp_path / "app.yaml"
+    manifests.write_text(yaml.safe_dump_all([*first, big]))
+    live = check_json("--kubeconfig", str(cluster.kubeconfig), str(manifests))
+
+    spread = next(o for o in first if o["kind"] != "Service")
+    assert create_all(api, first) == {}
+    settle(api, {workload_key(spread): 2})  # in manifest order: the check's contract
+    assert create_all(api, [big]) == {}
+    wanted = {workload_key(spread): 2, workload_key(big): 1}
+    settle(api, wanted)
+    got = outcome(api, wanted, {})
+    assert got[workload_key(spread)]["nodes"] == {"spread-0": 1, "spread-1": 1}  # spread, not packed
+    real = {k: v["pending"] for k, v in got.items() if v["pending"]}
+    assert real == {workload_key(big): 1}
+
+    assert _pending(live) == real
+    nodes_file, pods_file = tmp_path / "nodes.json", tmp_path / "pods.json"
+    nodes_file.write_text(json.dumps({"kind": "List", "items": NODES}))
+    pods_file.write_text(json.dumps({"kind": "List", "items": [_busy(ns)]}))
+    assert _pending(check_json("--nodes", str(nodes_file), "--pods", str(pods_file), str(manifests))) == real
+    direct = check_json("--nodes", str(nodes_file), "--pods", str(pods_file), "--no-default-spreading",
+                        str(manifests))
+    assert _pending(direct) == {}  # packed on spread-1, as pods made without their owners would be
