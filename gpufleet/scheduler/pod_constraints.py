@@ -36,6 +36,12 @@ class PlacedTerms:
             self._weighted += [(t, -t.weight, workload) for t in terms.preferred_anti]
         owners[node] += 1
 
+    def remove(self, owner: int, node: int) -> None:
+        """One pod of `owner` leaves `node` (evicted): its terms no longer count there."""
+        owners = self.owners.get(owner)
+        if owners is not None and owners[node] > 0:
+            owners[node] -= 1
+
     @property
     def required_anti(self) -> list[tuple[ipa.Term, np.ndarray]]:
         return [(t, self.owners[w]) for t, w in self._anti]

@@ -36,6 +36,18 @@ class PodsOnNodes:
             if _all(terms, namespace, labels):
                 counts[node] += 1
 
+    def remove(self, node: int, namespace: str, labels: dict[str, str]) -> None:
+        """A pod leaves the node (evicted): the reverse of `add`."""
+        for i, (at, ns, held) in enumerate(self.pods):
+            if at == node and ns == namespace and held == labels:
+                del self.pods[i]
+                break
+        else:
+            return
+        for terms, counts in self._counts.values():
+            if _all(terms, namespace, labels):
+                counts[node] -= 1
+
     def count(self, selector: dict | None, namespaces: frozenset[str] | None) -> np.ndarray:
         """Per node, the pods in `namespaces` (None: all) whose labels `selector` matches (do not modify)."""
         return self.count_all(((selector, namespaces),))

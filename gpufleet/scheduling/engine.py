@@ -124,7 +124,10 @@ class _Check:
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
         self.unemulated: PriorityInputs | None = None
-        """The priorities of a check that could preempt but where preemption is not emulated (pod rules)."""
+        """The priorities of a check that could preempt where some pods are placed against others (pod rules):
+        those do not preempt."""
+        self._terms_groups: dict[tuple[str, str], int] = {}
+        """Running pods with pod (anti-)affinity, by namespace and terms: who holds their terms when placed."""
         self._shapes: dict[str, PodShape] = {}
         self.shapes: dict[int, PodShape] = {}
 
@@ -148,11 +151,13 @@ class _Check:
         if self.objects:
             from gpufleet.scheduling.preempting import check_priorities
 
-            levels = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot)
-            if constraints:  # not emulated for pods placed against others (docs/capacity.md): said, not silent
+            groups = self._terms_groups
+            levels = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot,
+                                      lambda p: groups.get((p.namespace, repr(p.pod_affinity))) if p.pod_affinity
+                                      else None)
+            priorities = levels
+            if constraints:  # pods placed against others do not preempt (docs/capacity.md): said, not silent
                 self.unemulated = levels
-            else:
-                priorities = levels
         simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base, constraints,
                                 priorities, self._default_spreads(shapes))
         runs = [simulation.run(0)]
@@ -203,7 +208,7 @@ class _Check:
         snap.pods = PodsOnNodes(snap.n, [(snap.index[p.node], p.namespace, dict(p.labels))
                                          for p in self.running if p.node in snap.index])
         snap.placed = PlacedTerms(snap.n)
-        groups: dict[tuple[str, str], int] = {}  # running pods with the same terms count as one holder
+        groups = self._terms_groups  # running pods with the same terms count as one holder
         labels = self._namespace_labels()
         for p in running:
             group = groups.setdefault((p.namespace, repr(p.pod_affinity)), -1 - len(groups))
@@ -344,8 +349,9 @@ class _Check:
             lower = self._lower_priority_pods(index, shape, runs[0])
             if lower:
                 result.warnings.append(Warning(
-                    w.key, f"may run by preemption, which is not emulated when pods of the check have topology "
-                           f"spread or pod (anti-)affinity rules: its priority "
+                    w.key, f"may run by preemption, which is not emulated for pods placed against others (their "
+                           f"own topology spread or pod (anti-)affinity rules, or a placed pod's that match them): "
+                           f"its priority "
                            f"{self.unemulated.priority[index] if self.unemulated else 0} is above that of {lower} "
                            f"pod(s) on nodes it may use, which kube-scheduler may evict for it", reason="preemption"))
         if w.spec.get("resourceClaims"):
@@ -357,7 +363,7 @@ class _Check:
         """Where preemption is not emulated: the pods of lower priority than workload `index`'s, running or
         placed by the check, on the nodes its pods may use (0 when it may not preempt)."""
         found = self.unemulated
-        if found is None or not found.preempts.get(index) or index not in found.priority:
+        if found is None or not found.preempts.get(index) or index not in found.priority or index not in run.by_rules:
             return 0
         level = found.priority[index]
         lower = 0

@@ -4,7 +4,7 @@ Preemption)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +20,11 @@ from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, PriorityIn
 
 
 def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices: Sequence[int],
-                     running: Sequence[BoundPod], snap: Snapshot) -> PriorityInputs | None:
+                     running: Sequence[BoundPod], snap: Snapshot,
+                     group_of: Callable[[BoundPod], int | None] | None = None) -> PriorityInputs | None:
     """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
-    (none may, or none has a lower-priority pod to evict): the check then runs as it always did."""
+    (none may, or none has a lower-priority pod to evict): the check then runs as it always did. `group_of`:
+    who holds a running pod's (anti-)affinity terms among the snapshot's placed terms."""
     known, budgets = priority_classes(objects), budgets_of(objects)  # a malformed budget exits 2 either way
     priority = {i: known.of(workloads[i].spec) for i in indices}
     preempts = {i: known.preempts(workloads[i].spec) for i in indices}
@@ -34,7 +36,8 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     pods: list[list[Victim]] = [[] for _ in range(snap.n)]
     for p, level in zip(on_node, levels, strict=True):
         pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
-                                               p.requests, p.non_zero(), p.ports))
+                                               p.requests, p.non_zero(), p.ports,
+                                               group_of(p) if group_of is not None else None))
     return PriorityInputs(priority, preempts, pods, budgets)
 
 

@@ -59,6 +59,9 @@ class Run:
     occupants: dict[int, dict[int, int]] = field(default_factory=dict)
     """node -> workload index -> pods placed there in this run."""
     decisive_ties: int = 0
+    by_rules: set[int] = field(default_factory=set)
+    """The workloads whose pods were placed against others (their own or others' pod rules): they do not
+    preempt (not emulated)."""
     """Ties between nodes that are not interchangeable: another pick could change what follows."""
     running: np.ndarray | None = None
     """Per node, the pods that were running before the check."""
@@ -196,8 +199,9 @@ class Simulation:
 
             pod = self.constraints.get(index)
             # the snapshot keeps the placed pods' terms whenever a pod has constraints
-            if pod is not None and (has_pod_rules(w.spec) or (snap.placed is not None
-                                                              and snap.placed.concern(w.namespace, w.labels))):
+            if self._by_rules(snap, index):
+                assert pod is not None
+                run.by_rules.add(index)
                 out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
             elif pre is not None and self.priorities is not None and self.priorities.preempts[index]:
                 start = self._preempting(snap, shape, index, w.replicas, start, rng, tie, placed, run, pre)
@@ -238,12 +242,23 @@ class Simulation:
                     failed_before[id(shape)] = (len(placed), failed)
         return run
 
+    def _by_rules(self, snap: Snapshot, index: int) -> bool:
+        """Whether workload `index`'s pods are placed against others: its own topology spread or pod
+        (anti-)affinity, or a placed pod's terms that match it."""
+        pod, w = self.constraints.get(index), self.workloads[index]
+        return pod is not None and (has_pod_rules(w.spec) or (snap.placed is not None
+                                                              and snap.placed.concern(w.namespace, w.labels)))
+
     def _on_node(self, pre: PreemptionState, node: int, index: int, seq: int) -> None:
-        """A pod of workload `index` landed on `node`: preemption may evict it later."""
+        """A pod of workload `index` landed on `node`: preemption may evict it later (and its pod
+        (anti-)affinity terms, placed under its index, leave with it)."""
         w, shape = self.workloads[index], self.shapes[index]
         assert self.priorities is not None
+        pod = self.constraints.get(index)
+        group = index if pod is not None and pod.terms else None
         pre.on_node[node].append(Victim(self.priorities.priority[index], STARTED_IN_CHECK + seq, w.key, index,
-                                        w.namespace, dict(w.labels), shape.requests, shape.nonzero, shape.ports))
+                                        w.namespace, dict(w.labels), shape.requests, shape.nonzero, shape.ports,
+                                        group))
 
     def _preempting(self, snap: Snapshot, shape: PodShape, index: int, count: int, start: int, rng, tie,
                     placed: Landed, run: Run, pre: PreemptionState) -> int:
@@ -301,7 +316,11 @@ class Simulation:
         return start
 
     def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int) -> None:
+        """A pod of workload `index` (not placed against others) runs on `node`."""
         out = run.outcomes[index]
+        if pre.snap.pods is not None:  # others' selectors may count it
+            w = self.workloads[index]
+            pre.snap.pods.add(node, w.namespace, w.labels)
         out.nodes.append(node)
         out.placed += 1
         placed.extend([node])
@@ -325,7 +344,20 @@ class Simulation:
                                f"priority, and a bare Pod is not made again")
                 continue
             before = out.pending
-            if self.priorities.preempts[index]:
+            if self._by_rules(snap, index):
+                pod = self.constraints[index]
+                run.by_rules.add(index)
+                got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, pod, start, rng, run, count)
+                out.nodes += got
+                out.placed += len(got)
+                placed.extend(got)
+                for node in got:
+                    run.hold(node, index)
+                    self._on_node(pre, node, index, len(placed))
+                if failed is not None:
+                    out.pending += count - len(got)
+                    out.message, out.blocked = failed.message, failed.blocked
+            elif self.priorities.preempts[index]:
                 start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre)
             else:
                 got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
@@ -340,13 +372,14 @@ class Simulation:
         return start
 
     def _one_by_one(self, snap: Snapshot, shape: PodShape, w: PodWorkload, index: int, pod: PodConstraints,
-                    start: int, rng, run: Run) -> tuple[list[int], Cycle | None, int]:
-        """Pods whose filters or scores count other pods: each cycle sees the pods placed before it."""
+                    start: int, rng, run: Run, count: int | None = None) -> tuple[list[int], Cycle | None, int]:
+        """Pods whose filters or scores count other pods (`count` of them, else the workload's replicas): each
+        cycle sees the pods placed before it."""
         nodes: list[int] = []
         pods, placed = snap.pods, snap.placed
         assert pods is not None and placed is not None, "kept by the snapshot whenever a pod has constraints"
         spread = self._spread(index, run)
-        for _ in range(w.replicas):
+        for _ in range(w.replicas if count is None else count):
             cycle = schedule_one(snap, shape, start, rng, pod=pod, spread=spread)
             start = (start + cycle.processed) % snap.n if snap.n else 0
             if cycle.node is None:

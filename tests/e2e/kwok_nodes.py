@@ -105,3 +105,11 @@ def delete_kwok_nodes(api: Api) -> None:
     for node in api.ok("GET", "/api/v1/nodes")["items"]:
         if (node["metadata"].get("annotations") or {}).get(KWOK_ANNOTATION[0]) == KWOK_ANNOTATION[1]:
             api.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+
+def replace_nodes(api: Api, items: list[dict]) -> None:
+    """The cluster's KWOK nodes become exactly `items` (`kubectl get nodes -o json` items), all Ready."""
+    delete_kwok_nodes(api)
+    nodes = nodes_from_items(items)
+    create_nodes(api, nodes)
+    wait_nodes_ready(api, [n.name for n in nodes])

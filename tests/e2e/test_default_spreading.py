@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from tests.e2e.kwok_nodes import create_nodes, delete_kwok_nodes, nodes_from_items, wait_nodes_ready
+from tests.e2e.kwok_nodes import replace_nodes
 from tests.e2e.workloads import (
     check_json,
     create_all,
@@ -65,10 +65,7 @@ def _pending(answer: dict) -> dict[str, int]:
                          ids=["deployment", "job-behind-a-service"])
 def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_path, ns, first):
     api = cluster.api()
-    delete_kwok_nodes(api)
-    nodes = nodes_from_items(NODES)
-    create_nodes(api, nodes)
-    wait_nodes_ready(api, [n.name for n in nodes])
+    replace_nodes(api, NODES)
     ensure_namespaces(api, {ns})
     create_running_pods(api, [_busy(ns)])
     big = _deployment("big", 1, 2, ns)

@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from tests.e2e.kwok_nodes import create_nodes, delete_kwok_nodes, nodes_from_items, wait_nodes_ready
+from tests.e2e.kwok_nodes import replace_nodes
 from tests.e2e.workloads import check_json, create_all, create_running_pods, outcome, settle
 from tests.scheduling.kube import container, node, pod, pod_spec
 
@@ -40,10 +40,7 @@ def _pending(answer: dict) -> dict[str, int]:
 
 def test_namespace_labels_decide_what_a_namespace_selector_counts(cluster, tmp_path):
     api = cluster.api()
-    delete_kwok_nodes(api)
-    nodes = nodes_from_items(NODES)
-    create_nodes(api, nodes)
-    wait_nodes_ready(api, [n.name for n in nodes])
+    replace_nodes(api, NODES)
     for name, labels in ((TEAM, {"team": "a"}), (ML, {})):
         api.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                    "metadata": {"name": name, "labels": labels}})

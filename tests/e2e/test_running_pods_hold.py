@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from tests.e2e.kwok_nodes import create_nodes, delete_kwok_nodes, nodes_from_items, wait_nodes_ready
+from tests.e2e.kwok_nodes import replace_nodes
 from tests.e2e.workloads import check_json, create_all, create_running_pods, ensure_namespaces, outcome, settle
 from tests.scheduling.kube import container, node, pod, pod_spec
 
@@ -66,10 +66,7 @@ def _pending(answer: dict) -> dict[str, int]:
 
 def test_running_pods_anti_affinity_and_host_ports_leave_the_same_pods_pending(cluster, tmp_path):
     api = cluster.api()
-    delete_kwok_nodes(api)
-    nodes = nodes_from_items(NODES)
-    create_nodes(api, nodes)
-    wait_nodes_ready(api, [n.name for n in nodes])
+    replace_nodes(api, NODES)
     ensure_namespaces(api, {NS})
     create_running_pods(api, RUNNING)
     nodes_file, pods_file, manifests = tmp_path / "nodes.json", tmp_path / "pods.json", tmp_path / "w.yaml"

@@ -431,3 +431,56 @@ def test_where_preemption_is_not_emulated_a_pending_workload_that_could_preempt_
     same_priority = check_workloads([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=1000)],
                                     manifests)
     assert not [w for w in same_priority.warnings if w.reason == "preemption"]
+
+
+def _anti(app: str) -> dict:
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def test_a_running_pod_with_pod_affinity_elsewhere_does_not_stop_preemption():
+    """A running pod's (anti-)affinity (CoreDNS has some) does not concern a GPU pod its terms do not match:
+    that pod preempts as it would without it."""
+    dns = running("coredns-7d-a", "cpu-1", 0, priority=2000000000, namespace="kube-system", owner="coredns-7d",
+                  labels={"app": "kube-dns"})
+    dns["spec"]["affinity"] = _anti("kube-dns")
+    pods = [running("train-5f6d-a", "gpu-07", 8, priority=100), dns]
+    manifests = [priority_class("serving", 1000), deployment("infer", "ml", 1, 8, priorityClassName="serving")]
+    result = check_workloads([node("gpu-07", 8), node("cpu-1")], pods, manifests)
+    assert result.fits and not [w for w in result.warnings if w.reason == "preemption"]
+    [p] = result.preemptions
+    assert [(v.workload, v.node) for v in p.victims] == [("Deployment/team-b/train", "gpu-07")]
+
+
+def test_an_evicted_pods_anti_affinity_leaves_with_it():
+    """train's required anti-affinity keeps `web` off its node; once `infer` has evicted train, web fits there."""
+    train = running("train-5f6d-a", "gpu-07", 8, priority=100)
+    train["spec"]["affinity"] = _anti("web")
+    web = deployment("web", "team-b", 1, 0)
+    manifests = [priority_class("serving", 1000), deployment("infer", "ml", 1, 8, priorityClassName="serving"), web]
+    result = check_workloads([node("gpu-07", 8)], [train], manifests)
+    assert [p.workload for p in result.preemptions] == ["Deployment/ml/infer"]
+    assert result.fits, result.unschedulable
+    kept = check_workloads([node("gpu-07", 8)], [train], [web])  # train stays: web cannot share its node
+    assert [u.workload for u in kept.unschedulable] == ["Deployment/team-b/web"]
+    assert "anti-affinity" in kept.unschedulable[0].message
+
+
+def test_an_evicted_pod_no_longer_counts_in_a_later_pods_spread():
+    """`infer` evicts both train pods of gpu-1; then two pods labelled like them, spread by hostname with
+    maxSkew 1, each needing most of a node's cpu. Counted still, the evicted pods would keep the second pod
+    off gpu-1 (skew 2 + 1 - 1 > 1) while cpu-2 has room for one only: it would pend."""
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "train"}}}]
+    pods = [running("train-5f6d-a", "gpu-1", 4, priority=100), running("train-5f6d-b", "gpu-1", 4, priority=100)]
+    more = deployment("more", "team-b", 2, 0, topologySpreadConstraints=spread)
+    more["spec"]["template"]["metadata"]["labels"] = {"app": "train"}
+    more["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10"}}
+    manifests = [priority_class("serving", 1000), deployment("infer", "ml", 1, 8, priorityClassName="serving"),
+                 more]
+    result = check_workloads([node("gpu-1", 8), node("cpu-2")], pods, manifests)
+    [p] = result.preemptions
+    assert sorted(v.pods for v in p.victims) == [2] or sum(v.pods for v in p.victims) == 2
+    assert result.fits, result.unschedulable
+    placed = {n: c for k, n, c in result.placements if k == "Deployment/team-b/more"}
+    assert placed == {"gpu-1": 1, "cpu-2": 1}

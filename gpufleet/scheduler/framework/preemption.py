@@ -46,6 +46,9 @@ class Victim:
     requests: dict[str, int]
     nonzero: tuple[int, int]
     ports: tuple = ()
+    group: int | None = None
+    """Who holds its pod (anti-)affinity terms among the placed terms (PlacedTerms), when it has some: they
+    leave with it."""
 
 
 @dataclass(frozen=True)

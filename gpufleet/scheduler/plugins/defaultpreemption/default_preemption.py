@@ -109,6 +109,10 @@ class PreemptionState:
         self.terminating.discard(id(victim))
         self.on_node[node].remove(victim)
         self.snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+        if self.snap.pods is not None:  # kept when some pod's placement depends on the pods around it
+            self.snap.pods.remove(node, victim.namespace, victim.labels)
+        if victim.group is not None and self.snap.placed is not None:
+            self.snap.placed.remove(victim.group, node)
 
 
 #: Workload kinds whose scale the disruption controller can read (a budget in percent or maxUnavailable needs it).
