@@ -212,8 +212,10 @@ def pod_affinity_of(spec: Any) -> dict | None:
 
 #: Kinds admission reads (gpufleet.admission): core quotas and limit ranges, priority classes, Kueue; and the
 #: PodDisruptionBudgets preemption weighs.
+#: What a live discovery records under `admission`: what admission reads, the budgets preemption weighs, the
+#: namespaces whose labels namespaceSelectors match, and the Services the default spreading reads.
 ADMISSION_KINDS = ("ResourceQuota", "LimitRange", "PriorityClass", "ClusterQueue", "LocalQueue", "ResourceFlavor",
-                   "PodDisruptionBudget")
+                   "PodDisruptionBudget", "Namespace", "Service")
 
 
 def _admission(items: Any, origin: str) -> list[dict]:

@@ -55,13 +55,15 @@ DRA_PATHS = {"DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
              "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
              "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims"}
 DRA_API_VERSION = "resource.k8s.io/v1"
-#: What admission reads (kind -> (apiVersion, path)), and the PodDisruptionBudgets preemption weighs. Kueue's
+#: What admission reads (kind -> (apiVersion, path)), the PodDisruptionBudgets preemption weighs, the namespaces
+#: whose labels namespaceSelectors match, and the Services whose selectors the default spreading merges. Kueue's
 #: are read where it is installed (404 otherwise).
 ADMISSION_PATHS = {"ResourceQuota": ("v1", "/api/v1/resourcequotas"),
                    "LimitRange": ("v1", "/api/v1/limitranges"),
                    "PriorityClass": ("scheduling.k8s.io/v1", "/apis/scheduling.k8s.io/v1/priorityclasses"),
                    "PodDisruptionBudget": ("policy/v1", "/apis/policy/v1/poddisruptionbudgets"),
                    "Namespace": ("v1", "/api/v1/namespaces"),
+                   "Service": ("v1", "/api/v1/services"),
                    "ClusterQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"),
                    "LocalQueue": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/localqueues"),
                    "ResourceFlavor": ("kueue.x-k8s.io/v1beta1", "/apis/kueue.x-k8s.io/v1beta1/resourceflavors")}
@@ -418,10 +420,12 @@ class KubeconfigCluster:
         against it."""
         found, _, forbidden = self._served_lists([(kind, version, path)
                                                   for kind, (version, path) in ADMISSION_PATHS.items()])
+        found = [_service_selector(o) if o.get("kind") == "Service" else o for o in found]
         if forbidden:
             self.warnings.append(f"{self.server}: {', '.join(forbidden)} objects may not be listed with these "
                                  "credentials, so admission (quotas, limit ranges, priority classes, Kueue), "
-                                 "preemption (disruption budgets) and namespaceSelectors (namespace labels) are "
+                                 "preemption (disruption budgets), namespaceSelectors (namespace labels) and default "
+                                 "spreading (Service selectors) are "
                                  "checked without them; grant the ClusterRole in "
                                  "deploy/rbac/gpufleet-discovery-clusterrole.yaml")
         return found
@@ -496,3 +500,17 @@ def _short(text: str) -> str:
     if "Failed to establish a new connection:" in text:
         text = text.split("Failed to establish a new connection:", 1)[1]
     return one_line(text.strip().rstrip(")").strip()[:300]) or "no detail"
+
+
+def _service_selector(service: dict) -> dict:
+    """A Service as the default spreading reads it: its name, namespace and selector (the rest stays out of the
+    capacity file)."""
+    meta = service.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    spec = service.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    kept: dict = {"apiVersion": service.get("apiVersion"), "kind": "Service",
+                  "metadata": {k: meta[k] for k in ("name", "namespace") if k in meta}, "spec": {}}
+    if selector is not None:
+        kept["spec"]["selector"] = selector
+    return kept

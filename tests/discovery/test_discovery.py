@@ -62,3 +62,35 @@ def test_null_cluster_is_empty():
 def test_missing_kubeconfig_is_discovery_unavailable(tmp_path):
     with pytest.raises(DiscoveryUnavailableError, match="cannot use this kubeconfig"):
         KubeconfigCluster(tmp_path / "nope").nodes()
+
+
+def test_a_live_services_selector_is_all_discovery_keeps_of_it():
+    """The default spreading reads a Service's selector; its ports, IPs and annotations stay out of the
+    capacity file. A Service without a selector keeps none (it selects no pod)."""
+    from gpufleet.discovery.live import _service_selector
+
+    full = {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "ml", "annotations": {"a": "b"}, "uid": "1"},
+            "spec": {"selector": {"app": "web"}, "clusterIP": "10.0.0.7", "ports": [{"port": 80}]}}
+    assert _service_selector(full) == {"apiVersion": "v1", "kind": "Service",
+                                       "metadata": {"name": "web", "namespace": "ml"},
+                                       "spec": {"selector": {"app": "web"}}}
+    bare = _service_selector({"apiVersion": "v1", "kind": "Service", "metadata": "broken", "spec": None})
+    assert bare["spec"] == {} and bare["metadata"] == {}
+
+
+def test_a_capacity_file_of_a_live_cluster_reads_back_with_its_namespaces_and_services():
+    """Live discovery records Namespaces (namespaceSelector labels) and Services (default spreading) under
+    `admission`; the capacity file must read back with them, and still refuses kinds nobody records."""
+    import pytest
+
+    from gpufleet.capacity.model import FORMAT, Capacity
+    from gpufleet.errors import InputError
+
+    admission = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "a"}}},
+                 {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ml"},
+                  "spec": {"selector": {"app": "web"}}}]
+    cap = Capacity.from_json({"format": FORMAT, "nodes": [], "pods": [], "admission": admission})
+    assert cap.admission == admission
+    with pytest.raises(InputError, match="admission: expected a list of"):
+        Capacity.from_json({"format": FORMAT, "nodes": [], "pods": [], "admission": [{"kind": "Secret"}]})

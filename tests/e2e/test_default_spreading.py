@@ -18,6 +18,7 @@ from tests.e2e.workloads import (
     create_all,
     create_running_pods,
     ensure_namespaces,
+    gpufleet,
     outcome,
     settle,
     workload_key,
@@ -45,7 +46,7 @@ def _deployment(name: str, replicas: int, gpus: int, ns: str = NS) -> dict:
                      "template": _template(name, gpus)}}
 
 
-def _job_with_service(name: str, ns: str) -> list[dict]:
+def _job_and_service(name: str, ns: str) -> tuple[dict, dict]:
     """A Job's pods get default spreading only through a Service that selects them (a Job owner gives none)."""
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
            "spec": {"parallelism": 2, "completions": 2,
@@ -53,28 +54,37 @@ def _job_with_service(name: str, ns: str) -> list[dict]:
                                  "spec": {**_template(name, 1)["spec"], "restartPolicy": "Never"}}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
                "spec": {"clusterIP": "None", "selector": {"app": name}}}
-    return [service, job]
+    return job, service
 
 
 def _pending(answer: dict) -> dict[str, int]:
     return {u["workload"]: u["pending"] for u in answer["unschedulable"]}
 
 
-@pytest.mark.parametrize(("ns", "first"), [(NS, [_deployment("small", 2, 1)]),
-                                           (f"{NS}-svc", _job_with_service("train", f"{NS}-svc"))],
+JOB, SERVICE = _job_and_service("train", f"{NS}-svc")
+
+
+@pytest.mark.parametrize(("ns", "first", "service"), [(NS, _deployment("small", 2, 1), None),
+                                                      (f"{NS}-svc", JOB, SERVICE)],
                          ids=["deployment", "job-behind-a-service"])
-def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_path, ns, first):
+def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_path, ns, first, service):
+    """The Service, when there is one, is already in the cluster: the live check lists it, and the files
+    check reads it from `kubectl get services -o json` beside the manifests."""
     api = cluster.api()
     replace_nodes(api, NODES)
     ensure_namespaces(api, {ns})
     create_running_pods(api, [_busy(ns)])
+    if service is not None:
+        assert create_all(api, [service]) == {}
     big = _deployment("big", 1, 2, ns)
     manifests = tmp_path / "app.yaml"
-    manifests.write_text(yaml.safe_dump_all([*first, big]))
+    manifests.write_text(yaml.safe_dump_all([first, big]))
     live = check_json("--kubeconfig", str(cluster.kubeconfig), str(manifests))
+    services = tmp_path / "services.json"
+    services.write_text(json.dumps(api.ok("GET", f"/api/v1/namespaces/{ns}/services")))
 
-    spread = next(o for o in first if o["kind"] != "Service")
-    assert create_all(api, first) == {}
+    spread = first
+    assert create_all(api, [first]) == {}
     settle(api, {workload_key(spread): 2})  # in manifest order: the check's contract
     assert create_all(api, [big]) == {}
     wanted = {workload_key(spread): 2, workload_key(big): 1}
@@ -88,7 +98,19 @@ def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_p
     nodes_file, pods_file = tmp_path / "nodes.json", tmp_path / "pods.json"
     nodes_file.write_text(json.dumps({"kind": "List", "items": NODES}))
     pods_file.write_text(json.dumps({"kind": "List", "items": [_busy(ns)]}))
-    assert _pending(check_json("--nodes", str(nodes_file), "--pods", str(pods_file), str(manifests))) == real
-    direct = check_json("--nodes", str(nodes_file), "--pods", str(pods_file), "--no-default-spreading",
-                        str(manifests))
+    files = ("--nodes", str(nodes_file), "--pods", str(pods_file))
+    assert _pending(check_json(*files, str(services), str(manifests))) == real
+    direct = check_json(*files, "--no-default-spreading", str(services), str(manifests))
     assert _pending(direct) == {}  # packed on spread-1, as pods made without their owners would be
+    if service is not None:  # without the Service the Job's pods have no default selector: packed
+        assert _pending(check_json(*files, str(manifests))) == {}
+    # a capacity file of the cluster, made before the workloads, holds its Services and namespaces too
+    capacity = tmp_path / "capacity.json"
+    made = gpufleet("discover", "--kubeconfig", str(cluster.kubeconfig), "--out", str(capacity))
+    assert made.returncode == 0, made.stderr
+    doc = json.loads(capacity.read_text())
+    doc["pods"] = [p for p in doc["pods"] if p.get("name") == "busy-0" and p.get("namespace") == ns]
+    assert len(doc["pods"]) == 1 and any(o["kind"] == "Service" and o["metadata"]["namespace"] == ns
+                                       for o in doc.get("admission", ())) == bool(service)
+    capacity.write_text(json.dumps(doc))
+    assert _pending(check_json("--nodes", str(capacity), str(manifests))) == real

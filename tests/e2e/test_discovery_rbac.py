@@ -88,7 +88,7 @@ RESOURCE_RULES = [(i, r) for i, r in enumerate(role()["rules"]) if "resources" i
 #: Lists admission and preemption read: docs/discovery.md says a forbidden one is skipped with a warning, not an
 #: error.
 ADMISSION_RESOURCES = {"resourcequotas", "limitranges", "priorityclasses", "clusterqueues", "localqueues",
-                       "resourceflavors", "poddisruptionbudgets", "namespaces"}
+                       "resourceflavors", "poddisruptionbudgets", "namespaces", "services"}
 #: Lists only `check --node-groups cluster` reads (Cluster API): discover answers the same without them.
 NODE_GROUP_RESOURCES = {"machinesets", "machinedeployments", "machines"}
 
