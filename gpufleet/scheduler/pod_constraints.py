@@ -42,6 +42,10 @@ class PlacedTerms:
         if owners is not None and owners[node] > 0:
             owners[node] -= 1
 
+    def restore(self, owner: int, node: int) -> None:
+        """The reverse of `remove`."""
+        self.owners[owner][node] += 1
+
     @property
     def required_anti(self) -> list[tuple[ipa.Term, np.ndarray]]:
         return [(t, self.owners[w]) for t, w in self._anti]

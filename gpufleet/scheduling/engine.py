@@ -35,7 +35,7 @@ from gpufleet.scheduler.node_tree import tree_order
 from gpufleet.scheduler.plugins.imagelocality import ImageStates
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
-from gpufleet.scheduling.simulation import PriorityInputs, Run, Simulation, SpreadInputs
+from gpufleet.scheduling.simulation import Run, Simulation, SpreadInputs
 
 if TYPE_CHECKING:  # imported where used: CEL loads only for pods with claims
     from gpufleet.scheduler.plugins.dynamicresources.claims import DraState
@@ -123,9 +123,6 @@ class _Check:
         self.services: dict[str, list[dict[str, str]]] | None = None
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
-        self.unemulated: PriorityInputs | None = None
-        """The priorities of a check that could preempt where some pods are placed against others (pod rules):
-        those do not preempt."""
         self._terms_groups: dict[tuple[str, str], int] = {}
         """Running pods with pod (anti-)affinity, by namespace and terms: who holds their terms when placed."""
         self._shapes: dict[str, PodShape] = {}
@@ -152,12 +149,9 @@ class _Check:
             from gpufleet.scheduling.preempting import check_priorities
 
             groups = self._terms_groups
-            levels = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot,
-                                      lambda p: groups.get((p.namespace, repr(p.pod_affinity))) if p.pod_affinity
-                                      else None)
-            priorities = levels
-            if constraints:  # pods placed against others do not preempt (docs/capacity.md): said, not silent
-                self.unemulated = levels
+            priorities = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot,
+                                          lambda p: groups.get((p.namespace, repr(p.pod_affinity)))
+                                          if p.pod_affinity else None)
         simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base, constraints,
                                 priorities, self._default_spreads(shapes))
         runs = [simulation.run(0)]
@@ -346,33 +340,10 @@ class _Check:
                     w.key, f"{shown.pending} of {w.replicas} pods stay Pending in {len(pending_runs)} of {len(runs)} "
                            f"runs of the scheduler: where scores tie it picks a node at random, and some picks leave "
                            f"too little room: {shown.message}", blocked))
-            lower = self._lower_priority_pods(index, shape, runs[0])
-            if lower:
-                result.warnings.append(Warning(
-                    w.key, f"may run by preemption, which is not emulated for pods placed against others (their "
-                           f"own topology spread or pod (anti-)affinity rules, or a placed pod's that match them): "
-                           f"its priority "
-                           f"{self.unemulated.priority[index] if self.unemulated else 0} is above that of {lower} "
-                           f"pod(s) on nodes it may use, which kube-scheduler may evict for it", reason="preemption"))
         if w.spec.get("resourceClaims"):
             self._device_memory(w, first)
         elif not (w.annotations and self._model_memory(w, shape)):
             result.memory += _memory(w, [(self.nodes[i], n) for i, n in sorted(counts.items())], shape.requests, result)
-
-    def _lower_priority_pods(self, index: int, shape: PodShape, run: Run) -> int:
-        """Where preemption is not emulated: the pods of lower priority than workload `index`'s, running or
-        placed by the check, on the nodes its pods may use (0 when it may not preempt)."""
-        found = self.unemulated
-        if found is None or not found.preempts.get(index) or index not in found.priority or index not in run.by_rules:
-            return 0
-        level = found.priority[index]
-        lower = 0
-        for node in np.flatnonzero(shape.eligible):
-            lower += sum(v.priority < level for v in found.running[node])
-            for other, n in run.occupants.get(int(node), {}).items():
-                if found.priority.get(other, level) < level:
-                    lower += n
-        return lower
 
     def _model_memory(self, w: PodWorkload, shape: PodShape) -> bool:
         """A workload's model against the GPU memory of the nodes it may land on; True when that decided it."""

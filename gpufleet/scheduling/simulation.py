@@ -59,9 +59,6 @@ class Run:
     occupants: dict[int, dict[int, int]] = field(default_factory=dict)
     """node -> workload index -> pods placed there in this run."""
     decisive_ties: int = 0
-    by_rules: set[int] = field(default_factory=set)
-    """The workloads whose pods were placed against others (their own or others' pod rules): they do not
-    preempt (not emulated)."""
     """Ties between nodes that are not interchangeable: another pick could change what follows."""
     running: np.ndarray | None = None
     """Per node, the pods that were running before the check."""
@@ -199,17 +196,16 @@ class Simulation:
 
             pod = self.constraints.get(index)
             # the snapshot keeps the placed pods' terms whenever a pod has constraints
-            if self._by_rules(snap, index):
-                assert pod is not None
-                run.by_rules.add(index)
-                out.nodes, failed, start = self._one_by_one(snap, shape, w, index, pod, start, rng, run)
-            elif pre is not None and self.priorities is not None and self.priorities.preempts[index]:
-                start = self._preempting(snap, shape, index, w.replicas, start, rng, tie, placed, run, pre)
+            rules = pod if self._by_rules(snap, index) else None
+            if pre is not None and self.priorities is not None and self.priorities.preempts[index]:
+                start = self._preempting(snap, shape, index, w.replicas, start, rng, tie, placed, run, pre, rules)
                 if out.evicted:  # evictions gave capacity back: what the caches say no longer holds
                     kept_for.clear()
                     failed_before.clear()
                     start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
                 continue
+            elif rules is not None:
+                out.nodes, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run)
             elif id(shape) in failed_before:
                 # Capacity only shrinks during a check: a pod that fitted nowhere still fits nowhere (and the
                 # search went through every node, so the start index stays). Only the message may change,
@@ -261,24 +257,28 @@ class Simulation:
                                         group))
 
     def _preempting(self, snap: Snapshot, shape: PodShape, index: int, count: int, start: int, rng, tie,
-                    placed: Landed, run: Run, pre: PreemptionState) -> int:
+                    placed: Landed, run: Run, pre: PreemptionState, rules: PodConstraints | None = None) -> int:
         """`count` pods of a workload that may preempt, made together: each that finds no node goes through
         PostFilter (DefaultPreemption). When it nominates a node, the pod holds its room there at once (a
         nominated pod counts in the filters of pods of no higher priority) while its victims terminate: they
         stay on the node, so the workload's next pods find it full and may preempt too, choosing the same
         terminating pods again (no new eviction) or others. Once its pods are through (or one finds nothing to
         preempt), the victims are gone, the nominated pods run where they were nominated, and a pod that found
-        nothing tries again on the room they left. Returns the next start."""
+        nothing tries again on the room they left. `rules`: the pods are placed against others (topology spread,
+        pod affinity), one cycle each, and preemption asks their filters too. Returns the next start."""
         assert self.priorities is not None
         w, out = self.workloads[index], run.outcomes[index]
-        pod = Preemptor(shape, self.priorities.priority[index], True)
+        pod = Preemptor(shape, self.priorities.priority[index], True, rules)
         terminating: list[tuple[int, Victim]] = []
         left = count
         while left:
-            got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed,
-                                                   self._spread(index, run))
+            if rules is not None:
+                got, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run, left)
+            else:
+                got, failed, start = schedule_replicas(snap, shape, left, start, rng, tie, None, placed,
+                                                       self._spread(index, run))
             for node in got:
-                self._land(pre, placed, run, index, node)
+                self._land(pre, placed, run, index, node, counted=rules is not None)
             left -= len(got)
             if failed is None:
                 break
@@ -308,6 +308,8 @@ class Simulation:
                     run.release(nominated, victim.index)
                     pre.evictions[victim.index] = pre.evictions.get(victim.index, 0) + 1
             snap.place(nominated, shape.requests, shape.nonzero, shape.ports)
+            if rules is not None and rules.terms and snap.placed is not None:
+                snap.placed.place(index, rules.terms, nominated)
             self._land(pre, placed, run, index, nominated)
             out.by_preemption += 1
             left -= 1
@@ -315,10 +317,11 @@ class Simulation:
             pre.evict(node, victim)
         return start
 
-    def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int) -> None:
-        """A pod of workload `index` (not placed against others) runs on `node`."""
+    def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int,
+              counted: bool = False) -> None:
+        """A pod of workload `index` runs on `node` (`counted`: the pods others' selectors count have it)."""
         out = run.outcomes[index]
-        if pre.snap.pods is not None:  # others' selectors may count it
+        if pre.snap.pods is not None and not counted:  # others' selectors may count it
             w = self.workloads[index]
             pre.snap.pods.add(node, w.namespace, w.labels)
         out.nodes.append(node)
@@ -344,10 +347,13 @@ class Simulation:
                                f"priority, and a bare Pod is not made again")
                 continue
             before = out.pending
-            if self._by_rules(snap, index):
-                pod = self.constraints[index]
-                run.by_rules.add(index)
-                got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, pod, start, rng, run, count)
+            rules = self.constraints[index] if self._by_rules(snap, index) else None
+            if self.priorities.preempts[index]:
+                start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre,
+                                         rules)
+            elif rules is not None:
+                got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng, run,
+                                                      count)
                 out.nodes += got
                 out.placed += len(got)
                 placed.extend(got)
@@ -357,8 +363,6 @@ class Simulation:
                 if failed is not None:
                     out.pending += count - len(got)
                     out.message, out.blocked = failed.message, failed.blocked
-            elif self.priorities.preempts[index]:
-                start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre)
             else:
                 got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
                                                        self._spread(index, run))

@@ -418,19 +418,66 @@ def test_a_victim_without_equal_is_named_alone():
     assert p.otherwise == () and "otherVictims" not in p.to_json() and "tie-breaking" not in p.line()
 
 
-def test_where_preemption_is_not_emulated_a_pending_workload_that_could_preempt_is_warned_about():
+def test_a_pod_with_a_soft_spread_preempts_as_one_without():
     spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
                "labelSelector": {"matchLabels": {"app": "infer"}}}]
     manifests = [priority_class("serving", 1000),
                  deployment("infer", "ml", 1, 8, priorityClassName="serving", topologySpreadConstraints=spread)]
     result = check_workloads([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=100)], manifests)
-    assert [u.workload for u in result.unschedulable] == ["Deployment/ml/infer"]  # the engine's own answer
-    [w] = [w for w in result.warnings if w.reason == "preemption"]
-    assert w.workload == "Deployment/ml/infer"
-    assert "its priority 1000 is above that of 1 pod(s) on nodes it may use" in w.message
-    same_priority = check_workloads([node("gpu-07", 8)], [running("train-5f6d-a", "gpu-07", 8, priority=1000)],
-                                    manifests)
-    assert not [w for w in same_priority.warnings if w.reason == "preemption"]
+    assert result.fits and not result.warnings
+    [p] = result.preemptions
+    assert [(v.workload, v.pods) for v in p.victims] == [("Deployment/team-b/train", 1)]
+
+
+def _two_full_nodes() -> tuple[list[dict], list[dict]]:
+    """gpu-1 and gpu-2, 8 GPUs each, each full with two 4-GPU pods of a low-priority training run."""
+    nodes = [node("gpu-1", 8), node("gpu-2", 8)]
+    pods = [running(f"train-5f6d-{n}{k}", n, 4, priority=100) for n in ("gpu-1", "gpu-2") for k in "ab"]
+    return nodes, pods
+
+
+def test_a_preemptors_own_anti_affinity_makes_it_evict_every_pod_its_term_matches():
+    """infer needs 2 GPUs, which one eviction frees, but its anti-affinity keeps it off a node with any train
+    pod: the dry run, asking that filter with the victims taken off, evicts both pods of one node."""
+    nodes, pods = _two_full_nodes()
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "train"}}, "namespaces": ["team-b"],
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    manifests = [priority_class("serving", 1000),
+                 deployment("infer", "ml", 1, 2, priorityClassName="serving", affinity=anti)]
+    result = check_workloads(nodes, pods, manifests)
+    assert result.fits, result.unschedulable
+    [p] = result.preemptions
+    assert [(v.workload, v.pods) for v in p.victims] == [("Deployment/team-b/train", 2)]
+    assert len({v.node for v in p.victims}) == 1
+
+
+def test_a_preemptors_hard_spread_sends_its_next_pod_to_preempt_on_another_node():
+    """Two 4-GPU pods spread by hostname with maxSkew 1: after the first evicts a pod on one node, the second
+    may not join it there (skew 2), so it evicts on the other node."""
+    nodes, pods = _two_full_nodes()
+    spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "infer"}}}]
+    manifests = [priority_class("serving", 1000),
+                 deployment("infer", "ml", 2, 4, priorityClassName="serving", topologySpreadConstraints=spread)]
+    result = check_workloads(nodes, pods, manifests)
+    assert result.fits, result.unschedulable
+    [p] = result.preemptions
+    assert sorted((v.node, v.pods) for v in p.victims) == [("gpu-1", 1), ("gpu-2", 1)]
+    placed = {n: c for k, n, c in result.placements if k == "Deployment/ml/infer"}
+    assert placed == {"gpu-1": 1, "gpu-2": 1}
+
+
+def test_a_preemptor_whose_affinity_no_node_meets_evicts_nothing():
+    """Its required pod affinity (to pods that do not exist) is unresolvable: preemption cannot help."""
+    nodes, pods = _two_full_nodes()
+    near = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    manifests = [priority_class("serving", 1000),
+                 deployment("infer", "ml", 1, 4, priorityClassName="serving", affinity=near)]
+    result = check_workloads(nodes, pods, manifests)
+    assert not result.preemptions
+    assert [(u.workload, u.pending) for u in result.unschedulable] == [("Deployment/ml/infer", 1)]
 
 
 def _anti(app: str) -> dict:

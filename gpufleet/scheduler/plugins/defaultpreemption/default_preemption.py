@@ -3,8 +3,13 @@ priority makes it fit, and nominates it (gpufleet.scheduler.framework.preemption
 
 - A pod whose preemptionPolicy is Never (its own, or its PriorityClass's) preempts nothing.
 - The nodes looked at are those that failed a filter that evictions could change (resources, pod count, host
-  ports): a node that fails a filter reading only the pod and the node (taints, node affinity, cordon) is
-  left out, as upstream leaves out nodes whose status is UnschedulableAndUnresolvable.
+  ports, topology spread skew, pod anti-affinity): a node that fails a filter reading only the pod and the node
+  (taints, node affinity, cordon), or whose first failing filter is a spread constraint's missing label or the
+  pod's own unmet pod affinity, is left out, as upstream leaves out nodes whose status is
+  UnschedulableAndUnresolvable.
+- A pod with topology spread or pod (anti-)affinity (`Preemptor.constraints`) is asked its filters on each
+  node with the victims taken off: their labels leave the pods the constraints count, and their own terms
+  leave with them (upstream's PreFilterExtensions RemovePod and AddPod).
 - Upstream does not try every such node: it wants max(10% of them, 100) candidates, capped at their number,
   and starts at a random offset among them, stopping once it has that many candidates, at least one of them
   breaking no PodDisruptionBudget. The offset here is drawn from the run's seeded generator, so one run is
@@ -50,6 +55,8 @@ class Preemptor:
     """Its PodShape (gpufleet.scheduler.snapshot)."""
     priority: int
     preempts: bool
+    constraints: Any = None
+    """Its PodConstraints (gpufleet.scheduler.pod_constraints) when its filters count other pods."""
 
 
 @dataclass
@@ -149,16 +156,49 @@ def _desired(budget: Budget, expected: int) -> int:
     return 0
 
 
-def _node_ops(snap: Any, shape: Any, node: int) -> NodeOps:
-    """The evaluator's view of one node of the run's snapshot, for one pod shape."""
+def _node_ops(snap: Any, shape: Any, node: int, constraints: Any = None) -> NodeOps:
+    """The evaluator's view of one node of the run's snapshot, for one pod shape (and its filters that count
+    other pods, when it has such)."""
 
     def remove(victim: Victim) -> None:
         snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+        if snap.pods is not None:
+            snap.pods.remove(node, victim.namespace, victim.labels)
+        if victim.group is not None and snap.placed is not None:
+            snap.placed.remove(victim.group, node)
 
     def add(victim: Victim) -> None:
         snap.place(node, victim.requests, victim.nonzero, victim.ports)
+        if snap.pods is not None:
+            snap.pods.add(node, victim.namespace, victim.labels)
+        if victim.group is not None and snap.placed is not None:
+            snap.placed.restore(victim.group, node)
 
-    return NodeOps(remove, add, lambda: bool(shape.fits_one(snap, node)))
+    def fits() -> bool:
+        if not shape.fits_one(snap, node):
+            return False
+        return constraints is None or not any(mask[node] for _, mask in constraints.filters(snap))
+
+    return NodeOps(remove, add, fits)
+
+
+#: Pod filters' reasons upstream gives as UnschedulableAndUnresolvable: preemption cannot help such a node.
+UNRESOLVABLE = ("node(s) didn't match pod topology spread constraints (missing required label)",
+                "node(s) didn't match pod affinity rules")
+
+
+def _potential(snap: Any, shape: Any, constraints: Any) -> list[int]:
+    """The nodes preemption might help: those passing the pod's static filters, less those that fit its
+    resources but fail an unresolvable filter that counts other pods (a node's status is its first failure)."""
+    nodes = shape.eligible_nodes
+    if constraints is None:
+        return nodes.tolist()
+    fitting = shape.fits_eligible(snap)[0]
+    out = fitting & False
+    for reason, mask in constraints.filters(snap):
+        if reason in UNRESOLVABLE:
+            out |= mask[nodes]
+    return nodes[~(fitting & out)].tolist()
 
 
 class DefaultPreemption(Plugin):
@@ -172,7 +212,10 @@ class DefaultPreemption(Plugin):
         if not pod_state.preempts:
             return None
         snap, shape, priority = state.snap, pod_state.shape, pod_state.priority
-        potential = shape.eligible_nodes.tolist()
+        constraints = pod_state.constraints
+        potential = _potential(snap, shape, constraints)
+        if not potential:
+            return None
         if not any(p.priority < priority for i in potential for p in state.on_node[i]):
             return None
         wanted = candidates_to_find(len(potential))
@@ -182,7 +225,7 @@ class DefaultPreemption(Plugin):
         violating: list[Candidate] = []
         for k in range(len(potential)):
             node = potential[(offset + k) % len(potential)]
-            ops = _node_ops(snap, shape, node)
+            ops = _node_ops(snap, shape, node, constraints)
             found = select_victims_on_node(node, priority, state.on_node[node], ops, state.budgets, allowed,
                                            state.covering)
             if found is None or not found.victims:
