@@ -308,6 +308,57 @@ def test_victims_are_always_of_lower_priority_and_the_preemptor_fits_where_it_ra
         assert kept + placed.get(name, 0) * gpus <= 8
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 8), st.sampled_from([0, 100, 1000]),
+                          st.sampled_from(["train", "other"]), st.booleans()), min_size=1, max_size=10),
+       st.integers(1, 8), st.integers(1, 4), st.sampled_from(["anti", "spread", "none"]))
+def test_with_pod_rules_preemption_keeps_every_rule_and_every_node_within_capacity(running_pods, gpus, replicas,
+                                                                                    rule):
+    """Running pods may hold an anti-affinity against the preemptor; the preemptor may hold one against the
+    training pods, or a hard hostname spread. Whatever it evicts, what stays and what it places keep every
+    rule, and no node holds more GPUs than it has."""
+    nodes = [node(f"gpu-{i}", 8) for i in range(4)]
+    pods, used, kept_of = [], [0] * 4, {}
+    repel = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "infer"}}, "namespaces": ["ml"],
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    for k, (at, size, level, app, repels) in enumerate(running_pods):
+        if used[at] + size > 8:
+            continue
+        used[at] += size
+        p = running(f"{app}{k}-5f6d-a", f"gpu-{at}", size, priority=level, owner=f"{app}{k}-5f6d", labels={"app": app})
+        if repels:
+            p["spec"]["affinity"] = repel
+        pods.append(p)
+        kept_of[f"Deployment/team-b/{app}{k}"] = (f"gpu-{at}", size, app, repels)
+    spec: dict = {"priorityClassName": "serving"}
+    if rule == "anti":
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "train"}}, "namespaces": ["team-b"],
+             "topologyKey": "kubernetes.io/hostname"}]}}
+    elif rule == "spread":
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": "infer"}}}]
+    result = check_workloads(nodes, pods, [*CLASSES, deployment("infer", "ml", replicas, gpus, **spec)])
+    evicted = {v.workload for p in result.preemptions for v in p.victims}
+    assert all(v.priority < 1000 for p in result.preemptions for v in p.victims)
+    placed = {name: n for w, name, n in result.placements if w == "Deployment/ml/infer"}
+    pending = sum(u.pending for u in result.unschedulable if u.workload == "Deployment/ml/infer")
+    assert sum(placed.values()) + pending == replicas
+    for i in range(4):
+        name = f"gpu-{i}"
+        kept = [(size, app, repels) for w, (at, size, app, repels) in kept_of.items() if at == name and w not in evicted]
+        assert sum(size for size, _, _ in kept) + placed.get(name, 0) * gpus <= 8
+        if placed.get(name):
+            assert not any(repels for _, _, repels in kept)  # a pod that repels infer stays only where it is not
+            if rule == "anti":
+                assert not any(app == "train" for _, app, _ in kept)
+    if rule == "spread" and placed:
+        counts = [placed.get(f"gpu-{i}", 0) for i in range(4)]
+        assert max(counts) - min(counts) <= 1
+
+
 def test_a_budget_without_status_counts_as_the_disruption_controller_does():
     from gpufleet.scheduler.plugins.defaultpreemption.default_preemption import _computed
 
