@@ -348,7 +348,8 @@ def test_with_pod_rules_preemption_keeps_every_rule_and_every_node_within_capaci
     assert sum(placed.values()) + pending == replicas
     for i in range(4):
         name = f"gpu-{i}"
-        kept = [(size, app, repels) for w, (at, size, app, repels) in kept_of.items() if at == name and w not in evicted]
+        kept = [(size, app, repels) for w, (at, size, app, repels) in kept_of.items()
+                if at == name and w not in evicted]
         assert sum(size for size, _, _ in kept) + placed.get(name, 0) * gpus <= 8
         if placed.get(name):
             assert not any(repels for _, _, repels in kept)  # a pod that repels infer stays only where it is not
