@@ -2,9 +2,10 @@
 the DeviceClasses, ResourceSlices, claims (allocated ones with their status) and templates created in
 order, the pods already bound, then every workload at once. The real resourceclaim controller and
 scheduler run until nothing changes. Every workload they leave Pending, `gpufleet check` calls Pending on
-the same files. A workload check calls Pending that the live cluster placed must be one the recorded
-manifest-order runs of the real scheduler (tests/fixtures/oracle-dra) left Pending too: then creating all at
-once, not gpufleet's model, made the difference. Figures: build/e2e/dra-scenarios.json."""
+the same files, or warns that some of its runs leave it Pending. A workload check calls Pending that the
+live cluster placed must be one the recorded manifest-order runs of the real scheduler
+(tests/fixtures/oracle-dra) left Pending too: then creating all at once, not gpufleet's model, made the
+difference. Figures: build/e2e/dra-scenarios.json."""
 
 from __future__ import annotations
 
@@ -72,5 +73,8 @@ def test_pending_workloads_match_check(seed, new_cluster, tmp_path):
                       "messages": {k: run[k]["message"] for k in sorted(real)}}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    assert real - mine == set()
+    # A workload the check warns about pends in some of its runs only (ties): the real cluster may or may not
+    # leave it Pending (seed 13's eval-3 does one or the other from run to run), so it is no silent miss.
+    warned = {w["workload"] for w in on_files.get("warnings", [])}
+    assert real - mine - warned == set()
     assert mine - real <= in_order
