@@ -154,3 +154,24 @@ def test_the_default_selector_matches_the_pod_it_was_built_for(kind, owner, pod_
     assert (selector is None) == (kind != "Deployment" and not from_services and not from_owner)
     if selector is not None:
         assert selector_matches(selector, pod_labels)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-1, 3), st.booleans()), min_size=1, max_size=30),
+       st.data())
+def test_the_per_zone_shortcut_scores_as_node_by_node(nodes, data):
+    """With every node labelled, `scores` works per zone plus the nodes holding matching pods; it must give
+    what scoring.go's node-by-node sum gives, on any window."""
+    counts = np.array([c for c, _, _ in nodes], dtype=np.int64)
+    layout = Layout(np.ones(len(nodes), dtype=bool), np.array([z for _, z, _ in nodes], dtype=np.int64))
+    ok = np.array([a for _, _, a in nodes], dtype=bool)
+    picked = data.draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=len(nodes), unique=True))
+    window = np.array(sorted(picked), dtype=np.int64)
+    spread = DefaultSpread(counts.copy(), layout, ok, 2)
+    for _ in range(2):
+        got = spread.scores(window)
+        if got is None:
+            assert not counts.any() and layout.uniform
+        else:
+            assert got.tolist() == spread.scores_each(window).tolist()
+        spread.add(int(window[0]))

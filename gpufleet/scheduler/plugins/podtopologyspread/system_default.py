@@ -18,6 +18,8 @@ of cycles: `add` after each placement.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpufleet.scheduler.framework.interface import MAX_NODE_SCORE
@@ -74,13 +76,47 @@ class DefaultSpread:
         layout = self.layout
         if not self.placed and layout.uniform:
             return None
-        host = self.counts[window] * np.log(len(window) + 2) + (HOSTNAME_MAX_SKEW - 1)
+        if not layout.all_labelled:
+            return self.scores_each(window)
+        # Every node has the hostname label: a node without matching pods scores its zone's value, so the scores
+        # are one value per zone, and the few nodes that hold matching pods on their own (small lists: Python).
+        ids = layout.zone_ids[window]
+        counts = self.counts[window]
+        at = np.flatnonzero(counts)
+        held_zones, held_counts = ids[at].tolist(), counts[at].tolist()
+        if layout.zones:
+            present = np.bincount(ids, minlength=layout.zones + 1).tolist()
+            weight_z = math.log(sum(1 for n in present if n) + 2)
+            table = [0.0, *(c * weight_z + (ZONE_MAX_SKEW - 1) for c in self.zone_counts[1:].tolist())]
+        else:
+            present, table = [len(window)], [0.0]
+        skew_h = HOSTNAME_MAX_SKEW - 1
+        base = [math.floor(skew_h + t + 0.5) for t in table]  # 0 x weight + 2, then the zone (scoring.go's order)
+        weight_h = math.log(len(window) + 2)
+        held = [math.floor(c * weight_h + skew_h + table[z] + 0.5) for c, z in zip(held_counts, held_zones,
+                                                                                   strict=True)]
+        for z in held_zones:
+            present[z] -= 1  # zones where a node holds none
+        seen = [b for b, n in zip(base, present, strict=True) if n > 0] + held
+        top, low = max(seen), min(seen)
+        w = self.weight
+        if top == 0:
+            return np.full(len(window), w * MAX_NODE_SCORE, dtype=np.int64)
+        out = np.array([w * (MAX_NODE_SCORE * (top + low - b) // top) for b in base], dtype=np.int64)[ids]
+        if held:
+            out[at] = [w * (MAX_NODE_SCORE * (top + low - h) // top) for h in held]
+        return out
+
+    def scores_each(self, window: np.ndarray) -> np.ndarray:
+        """`scores` node by node (any labels), as scoring.go computes them."""
+        layout = self.layout
+        host = self.counts[window] * math.log(len(window) + 2) + (HOSTNAME_MAX_SKEW - 1)
         if not layout.all_labelled:
             host = np.where(layout.labelled[window], host, 0.0)
         if layout.zones:
             ids = layout.zone_ids[window]
             domains = int(np.count_nonzero(np.bincount(ids, minlength=layout.zones + 1)))
-            table = self.zone_counts * np.log(domains + 2) + (ZONE_MAX_SKEW - 1)
+            table = self.zone_counts * math.log(domains + 2) + (ZONE_MAX_SKEW - 1)
             table[0] = 0.0  # a node without a zone label scores no zone term
             host = host + table[ids]
         rounded = np.floor(host + 0.5).astype(np.int64)  # math.Round: half away from zero (all >= 0 here)
