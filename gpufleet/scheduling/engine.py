@@ -123,6 +123,7 @@ class _Check:
         self.services: dict[str, list[dict[str, str]]] | None = None
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
+        self._affinity: dict[str, np.ndarray] = {}
         self._terms_groups: dict[tuple[str, str], int] = {}
         """Running pods with pod (anti-)affinity, by namespace and terms: who holds their terms when placed."""
         self._shapes: dict[str, PodShape] = {}
@@ -211,13 +212,23 @@ class _Check:
         out = {}
         for i in shapes:
             w = self.workloads[i]
-            terms = pod_terms(w.spec, shapes[i].requests, self.ert)
-            ok = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
+            ok = self._affinity_ok(w, shapes[i])
             spec = w.spec
             if isinstance(spec.get("affinity"), dict):
                 spec = {**spec, "affinity": merge_namespace_selectors(spec["affinity"], labels)}
-            out[i] = PodConstraints(self.framework, spec, w.namespace, w.labels, ok[self.class_of])
+            out[i] = PodConstraints(self.framework, spec, w.namespace, w.labels, ok)
         return out
+
+    def _affinity_ok(self, w: PodWorkload, shape: PodShape) -> np.ndarray:
+        """Per node, whether it matches the workload's node selector and required node affinity (what the
+        pods a spread counts must match); workloads with the same node terms share one array."""
+        terms = pod_terms(w.spec, shape.requests, self.ert)
+        key = repr(terms)
+        found = self._affinity.get(key)
+        if found is None:
+            by_class = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
+            found = self._affinity[key] = by_class[self.class_of]
+        return found
 
     def _default_spreads(self, shapes: dict[int, PodShape]) -> dict[int, SpreadInputs]:
         """Per workload whose pods get the system default topology spreading (no constraints of their own, a
@@ -232,7 +243,6 @@ class _Check:
         weight = next(w for p, w in PROFILE if p.name == "PodTopologySpread") or 0
         snap = self.snapshot
         layout = Layout(snap.domains(HOSTNAME) >= 0, snap.domains(ZONE))
-        affinity: dict[str, np.ndarray] = {}  # by the pod's node terms: workloads alike share one array
         out: dict[int, SpreadInputs] = {}
         by_namespace: dict[str, list[tuple[int, dict[str, str]]]] | None = None  # running pods, read once
         for i in shapes:
@@ -260,13 +270,7 @@ class _Check:
                     others[j].namespace == w.namespace and selector_matches(selector, others[j].labels)))
             if base is not None and not base.any():
                 base = None
-            terms = pod_terms(w.spec, shapes[i].requests, self.ert)
-            key = repr(terms)
-            ok = affinity.get(key)
-            if ok is None:
-                by_class = np.array([matches_node_affinity(node, terms) for node in self.classes.nodes], dtype=bool)
-                ok = affinity[key] = by_class[self.class_of]
-            out[i] = SpreadInputs(base, matchers, layout, ok, weight)
+            out[i] = SpreadInputs(base, matchers, layout, self._affinity_ok(w, shapes[i]), weight)
         return out
 
     def _namespace_labels(self) -> dict[str, dict[str, str]]:

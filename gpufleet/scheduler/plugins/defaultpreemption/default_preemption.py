@@ -27,6 +27,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gpufleet.scheduler.framework.interface import Plugin
 from gpufleet.scheduler.framework.preemption import (
     Budget,
@@ -115,11 +117,27 @@ class PreemptionState:
         """A terminating victim is gone: its room is free."""
         self.terminating.discard(id(victim))
         self.on_node[node].remove(victim)
-        self.snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
-        if self.snap.pods is not None:  # kept when some pod's placement depends on the pods around it
-            self.snap.pods.remove(node, victim.namespace, victim.labels)
-        if victim.group is not None and self.snap.placed is not None:
-            self.snap.placed.remove(victim.group, node)
+        take_off(self.snap, node, victim)
+
+
+def take_off(snap: Any, node: int, victim: Victim) -> None:
+    """A pod leaves `node`: its requests and ports, and, where the snapshot keeps them (some pod's placement
+    depends on the pods around it), its labels and its (anti-)affinity terms (NodeInfo.RemovePod and the
+    PreFilter extensions' RemovePod)."""
+    snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
+    if snap.pods is not None:
+        snap.pods.remove(node, victim.namespace, victim.labels)
+    if victim.group is not None and snap.placed is not None:
+        snap.placed.remove(victim.group, node)
+
+
+def put_back(snap: Any, node: int, victim: Victim) -> None:
+    """The reverse of `take_off` (AddPod)."""
+    snap.place(node, victim.requests, victim.nonzero, victim.ports)
+    if snap.pods is not None:
+        snap.pods.add(node, victim.namespace, victim.labels)
+    if victim.group is not None and snap.placed is not None:
+        snap.placed.restore(victim.group, node)
 
 
 #: Workload kinds whose scale the disruption controller can read (a budget in percent or maxUnavailable needs it).
@@ -160,26 +178,12 @@ def _node_ops(snap: Any, shape: Any, node: int, constraints: Any = None) -> Node
     """The evaluator's view of one node of the run's snapshot, for one pod shape (and its filters that count
     other pods, when it has such)."""
 
-    def remove(victim: Victim) -> None:
-        snap.unplace(node, victim.requests, victim.nonzero, victim.ports)
-        if snap.pods is not None:
-            snap.pods.remove(node, victim.namespace, victim.labels)
-        if victim.group is not None and snap.placed is not None:
-            snap.placed.remove(victim.group, node)
-
-    def add(victim: Victim) -> None:
-        snap.place(node, victim.requests, victim.nonzero, victim.ports)
-        if snap.pods is not None:
-            snap.pods.add(node, victim.namespace, victim.labels)
-        if victim.group is not None and snap.placed is not None:
-            snap.placed.restore(victim.group, node)
-
     def fits() -> bool:
         if not shape.fits_one(snap, node):
             return False
         return constraints is None or not any(mask[node] for _, mask in constraints.filters(snap))
 
-    return NodeOps(remove, add, fits)
+    return NodeOps(lambda victim: take_off(snap, node, victim), lambda victim: put_back(snap, node, victim), fits)
 
 
 #: Pod filters' reasons upstream gives as UnschedulableAndUnresolvable: preemption cannot help such a node.
@@ -194,11 +198,11 @@ def _potential(snap: Any, shape: Any, constraints: Any) -> list[int]:
     if constraints is None:
         return nodes.tolist()
     fitting = shape.fits_eligible(snap)[0]
-    out = fitting & False
+    unresolvable = np.zeros(len(nodes), dtype=bool)
     for reason, mask in constraints.filters(snap):
         if reason in UNRESOLVABLE:
-            out |= mask[nodes]
-    return nodes[~(fitting & out)].tolist()
+            unresolvable |= mask[nodes]
+    return nodes[~(fitting & unresolvable)].tolist()
 
 
 class DefaultPreemption(Plugin):
