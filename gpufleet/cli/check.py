@@ -7,6 +7,7 @@ Imports stay light here; the engine loads when the command runs.
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,6 +35,7 @@ from gpufleet.cli.discover import (
 from gpufleet.errors import GpufleetError, InputError, one_line
 
 if TYPE_CHECKING:
+    from gpufleet.scheduling.engine import Spreading
     from gpufleet.scheduling.result import CheckResult
 
 
@@ -45,11 +47,25 @@ PodsOption = Annotated[Path | None, typer.Option(
     "--pods", help="`kubectl get pods -A -o json` output (- reads standard input).")]
 ErtOption = Annotated[bool, typer.Option(
     "--extended-resource-toleration", help="The API server runs the ExtendedResourceToleration admission plugin.")]
+
+
+class PodsMadeBy(StrEnum):
+    """`--default-spreading`: how the checked pods are made (gpufleet.scheduling.engine.SPREADING)."""
+
+    DIRECT = "direct"
+    CONTROLLERS = "controllers"
+    OFF = "off"
+
+
+SpreadOption = Annotated[PodsMadeBy, typer.Option(
+    "--default-spreading", case_sensitive=False,
+    help="What the scheduler's system default topology spreading counts: `direct` (default) makes each pod "
+         "directly, without its owner, as cluster-capacity does, so only the Services that select a pod spread "
+         "it; `controllers` makes them as a cluster's controllers do, so a Deployment's ReplicaSet and a "
+         "StatefulSet spread their pods over nodes and zones too; `off` for a profile with "
+         "`defaultingType: List` and no constraints.")]
 NoSpreadOption = Annotated[bool, typer.Option(
-    "--no-default-spreading",
-    help="Pods of Deployments, ReplicaSets, StatefulSets and Services get no system default topology spreading: "
-         "the scheduler profile sets `defaultingType: List` without constraints, or pods are made directly, as "
-         "cluster-capacity makes them.")]
+    "--no-default-spreading", help="The same as --default-spreading off.")]
 
 
 def _verdict(result: CheckResult) -> str:
@@ -204,7 +220,8 @@ def with_origin(docs, run):
 
 
 def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
-              extended_resource_toleration: bool, live=None, scale=None, default_spreading: bool = True) -> CheckResult:
+              extended_resource_toleration: bool, live=None, scale=None,
+              default_spreading: Spreading = "direct") -> CheckResult:
     """Read every input (reporting all problems at once), then check. Raises InputError for unusable input.
 
     `scale`: (node groups file, ScaleUpOptions) to check with cluster-autoscaler's scale-up; the verdicts of the
@@ -220,7 +237,7 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
 
 
 def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resource_toleration: bool, groups,
-             options, default_spreading: bool = True) -> CheckResult:
+             options, default_spreading: Spreading = "direct") -> CheckResult:
     """The check of `objects` and the documents' objects, with scale-up of `groups` when given; then the pack's
     workload rules and the node platform findings on the documents."""
     from gpufleet.cli._node_platform import add_node_platform_findings
@@ -243,7 +260,7 @@ def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resour
 
 
 def run_stack_check(stack: str, project_dir: Path, manifests: list[Path], extended_resource_toleration: bool,
-                    scale, default_spreading: bool = True) -> CheckResult:
+                    scale, default_spreading: Spreading = "direct") -> CheckResult:
     """`check --stack`: the stack's workloads (and any MANIFEST) on its node pools as planned; the stack's
     autoscaled pools are node groups (gpufleet.autoscaler.stack_groups), with those of `--node-groups`.
     `scale`: (node groups file or None, ScaleUpOptions), as `scale_options(..., stack=True)` gives it."""
@@ -354,11 +371,16 @@ def command(
     gpu_total: GpuTotalOption = None,
     expendable_cutoff: ExpendableCutoffOption = DEFAULT_EXPENDABLE_CUTOFF,
     priority_config: PriorityConfigOption = None,
+    default_spreading: SpreadOption = PodsMadeBy.DIRECT,
     no_default_spreading: NoSpreadOption = False,
 ) -> None:
     """Check that every GPU workload in MANIFESTS will be accepted, pass the pack's workload rules, and be scheduled.
     Exit 0 fits (now, or after scale-up with --node-groups or a stack's autoscaled pools), 1 not, 2 bad input."""
     try:
+        if no_default_spreading and default_spreading is not PodsMadeBy.DIRECT:
+            raise InputError("give --default-spreading or --no-default-spreading (the same as "
+                             "--default-spreading off), not both")
+        spreading: Spreading = "off" if no_default_spreading else default_spreading.value
         scale = scale_options(node_groups, expander, max_nodes_total, gpu_total, expendable_cutoff,
                               stack=stack is not None, priority_config=priority_config)
         if stack is not None:
@@ -367,14 +389,14 @@ def command(
             if given:
                 raise InputError(f"--stack plans the nodes from the stack file; do not also give {', '.join(given)}")
             result = run_stack_check(stack, project_dir, manifests or [], extended_resource_toleration, scale,
-                                     not no_default_spreading)
+                                     spreading)
         else:
             if not manifests:
                 raise InputError("give MANIFEST files or directories to check, or --stack NAME to check a stack's "
                                  "workloads")
             live = capacity_source(nodes, pods, kubeconfig, context, request_timeout, chunk_size)
             result = run_check(manifests, nodes, pods, extended_resource_toleration, live, scale,
-                               not no_default_spreading)
+                               spreading)
     except GpufleetError as e:
         print(str(e) or type(e).__name__, file=sys.stderr)
         raise SystemExit(2) from e

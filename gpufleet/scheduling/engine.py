@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -45,6 +45,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 #: run costs little, SMALL_FLEET_RUNS.
 TIE_RUNS = 3
 SMALL_FLEET, SMALL_FLEET_RUNS = 100, 8
+#: How the check's pods are made, which decides what the system default topology spreading counts them with:
+#: "direct" (the default): made directly, without an owner, as cluster-capacity and the reference scheduler
+#: make them, so only the Services that select a pod give it default spreading; "controllers": made by their
+#: controllers, as on a cluster, so a Deployment's ReplicaSet and a StatefulSet select their pods too; "off":
+#: no default spreading (a profile with `defaultingType: List` and no constraints).
+Spreading = Literal["direct", "controllers", "off"]
+SPREADING: tuple[Spreading, ...] = ("direct", "controllers", "off")
 
 
 def _nodes(nodes: Iterable[Node | dict]) -> list[Node]:
@@ -59,7 +66,7 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
 
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
                     *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS,
-                    preemption: bool = True, default_spreading: bool = True,
+                    preemption: bool = True, default_spreading: Spreading = "direct",
                     made_directly: frozenset[str] = frozenset()) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
@@ -68,11 +75,12 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     quantity strings. DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate of
     resource.k8s.io/v1) among the manifests are the devices and claims that pods with claims use.
     `preemption`: whether a pod that fits nowhere may evict pods of lower priority (DefaultPreemption).
-    `default_spreading`: whether pods that Services, ReplicaSets (a Deployment's) or StatefulSets select get
-    the scheduler's system default topology spreading (the default profile's `defaultingType: System`);
-    False for pods created directly, as cluster-capacity does, or a profile with `defaultingType: List` and
-    no constraints. `made_directly`: keys of workloads whose pods are made without their owner (the copies of
-    a headroom probe, as cluster-capacity makes them): they get no default spreading either.
+    `default_spreading`: how the pods are made, which decides what the scheduler's system default topology
+    spreading (the default profile's `defaultingType: System`) counts them with: "direct" (pods made without
+    an owner, as cluster-capacity makes them: only Services select them), "controllers" (made by their
+    controllers: a Deployment's ReplicaSet and a StatefulSet select them too) or "off". `made_directly`: keys
+    of workloads whose pods are made without their owner whatever `default_spreading` says (the copies of a
+    headroom probe, as cluster-capacity makes them).
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -84,8 +92,11 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         check.admission = admission
         check.objects = list(flatten(manifests)) if preemption else []
         check.namespaces = [o for o in flatten(manifests) if o.get("kind") == "Namespace"]
-        if default_spreading:
+        if default_spreading not in SPREADING:
+            raise ValueError(f"default_spreading must be one of {', '.join(SPREADING)}, not {default_spreading!r}")
+        if default_spreading != "off":
             check.services = _service_selectors(flatten(manifests))
+        check.owned = default_spreading == "controllers"
         check.made_directly = made_directly
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduler.plugins.dynamicresources.claims import (
@@ -123,6 +134,8 @@ class _Check:
         self.services: dict[str, list[dict[str, str]]] | None = None
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
+        self.owned = False
+        """Whether a workload's pods have its controller as their owner (else made directly)."""
         self._affinity: dict[str, np.ndarray] = {}
         self._terms_groups: dict[tuple[str, str], int] = {}
         """Running pods with pod (anti-)affinity, by namespace and terms: who holds their terms when placed."""
@@ -233,8 +246,8 @@ class _Check:
     def _default_spreads(self, shapes: dict[int, PodShape]) -> dict[int, SpreadInputs]:
         """Per workload whose pods get the system default topology spreading (no constraints of their own, a
         non-empty default selector), what its scores count."""
-        if self.services is None or not shapes:
-            return {}
+        if self.services is None or not shapes or not (self.owned or any(self.services.values())):
+            return {}  # off, or pods made directly with no Service to select them
         from gpufleet.labels import selector_matches
         from gpufleet.scheduler.plugins.default_plugins import PROFILE
         from gpufleet.scheduler.plugins.helper import default_selector
@@ -247,9 +260,10 @@ class _Check:
         by_namespace: dict[str, list[tuple[int, dict[str, str]]]] | None = None  # running pods, read once
         for i in shapes:
             w = self.workloads[i]
-            if w.spec.get("topologySpreadConstraints") or w.key in self.made_directly:
+            if w.spec.get("topologySpreadConstraints"):
                 continue
-            selector, own_only = default_selector(w.kind, w.selector, w.labels, self.services.get(w.namespace, []))
+            kind = w.kind if self.owned and w.key not in self.made_directly else "Pod"  # made directly: no owner
+            selector, own_only = default_selector(kind, w.selector, w.labels, self.services.get(w.namespace, []))
             if selector is None:
                 continue
             base = None

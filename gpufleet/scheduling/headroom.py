@@ -19,6 +19,7 @@ import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpufleet.capacity.dra import DRA_KINDS, Device, DraObjects, dra_objects
 from gpufleet.capacity.model import BoundPod, Node
@@ -26,6 +27,9 @@ from gpufleet.capacity.requests import pod_requests
 from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import flatten, workload_of
 from gpufleet.scheduling.result import Evicted
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.engine import Spreading
 
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
@@ -134,10 +138,10 @@ def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObje
 
 def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
              extended_resource_toleration: bool = False, tie_runs: int | None = None,
-             preemption: bool = False, default_spreading: bool = True) -> Headroom:
+             preemption: bool = False, default_spreading: Spreading = "direct") -> Headroom:
     """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring).
     `default_spreading`: as check_workloads, for `manifests`; the probe's copies are made directly, as
-    cluster-capacity makes them, so they get none.
+    cluster-capacity makes them, so only a Service that selects them gives them default spreading.
 
     `preemption`: copies that fit nowhere may evict pods of lower priority than the probe's (its
     priorityClassName among `manifests`' PriorityClasses), as kube-scheduler's DefaultPreemption does; evicted

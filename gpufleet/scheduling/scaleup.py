@@ -35,7 +35,7 @@ from gpufleet.capacity.quantity import CPU, MEMORY
 from gpufleet.capacity.requests import pod_requests
 from gpufleet.gc_pause import collector_paused
 from gpufleet.manifests.workloads import flatten, workloads_of
-from gpufleet.scheduling.engine import check_workloads
+from gpufleet.scheduling.engine import Spreading, check_workloads
 from gpufleet.scheduling.result import CheckResult
 
 
@@ -101,7 +101,7 @@ class ScaleUpVerdicts:
 @collector_paused()  # the loop makes no reference cycles; collections would only rescan the inputs
 def check_with_scale_up(nodes: list[Node], pods: list[BoundPod], objects: list[dict], groups: list[NodeGroup],
                         options: ScaleUpOptions, *, extended_resource_toleration: bool = False,
-                        default_spreading: bool = True,
+                        default_spreading: Spreading = "direct",
                         ) -> tuple[CheckResult, ScaleUpVerdicts]:
     nodes = [n if isinstance(n, Node) else node_from_object(n) for n in nodes]
     # The scheduler's preemption is left out here: the autoscaler counts the room of expendable pods as free

@@ -86,7 +86,7 @@ def compare(entry: dict, tmp_path: Path) -> None:
             "name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"}, "data": {
             "priorities": yaml.safe_dump({int(k): v for k, v in entry["priorities"].items()})}}))
         options += ["--priority-config", config]
-    out = run("check", "--nodes", paths[0], "--node-groups", paths[1], paths[2], "--json", "--no-default-spreading",
+    out = run("check", "--nodes", paths[0], "--node-groups", paths[1], paths[2], "--json",
               *options)
     assert out.code in (0, 1), out.err
     mine = gpufleet_verdicts(json.loads(out.out))

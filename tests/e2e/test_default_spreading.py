@@ -1,9 +1,10 @@
 """The scheduler's system default topology spreading, for real. A Deployment's pods belong to a ReplicaSet, and
 pods a Service selects share its selector: kube-scheduler's default profile then scores their spreading over
 hosts and zones (weight 2), which can beat where the resources alone would put them. Here two 1-GPU pods go
-to two nodes instead of the emptier one, and a 2-GPU pod created after them finds no node. `gpufleet check`
-must say Pending, on the live cluster and on kubectl files, as the real control plane does; with
-`--no-default-spreading` (pods made directly, as cluster-capacity makes them) it says they fit."""
+to two nodes instead of the emptier one, and a 2-GPU pod created after them finds no node. `gpufleet check
+--default-spreading controllers` must say Pending, on the live cluster, on kubectl files and on a capacity file,
+as the real control plane does. By default check makes pods directly, as cluster-capacity does: the Service
+still spreads the Job's pods, but nothing spreads the Deployment's; with `--default-spreading off` both fit."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_p
     big = _deployment("big", 1, 2, ns)
     manifests = tmp_path / "app.yaml"
     manifests.write_text(yaml.safe_dump_all([first, big]))
-    live = check_json("--kubeconfig", str(cluster.kubeconfig), str(manifests))
+    owned = ("--default-spreading", "controllers")
+    live = check_json("--kubeconfig", str(cluster.kubeconfig), *owned, str(manifests))
     services = tmp_path / "services.json"
     services.write_text(json.dumps(api.ok("GET", f"/api/v1/namespaces/{ns}/services")))
 
@@ -99,11 +101,14 @@ def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_p
     nodes_file.write_text(json.dumps({"kind": "List", "items": NODES}))
     pods_file.write_text(json.dumps({"kind": "List", "items": [_busy(ns)]}))
     files = ("--nodes", str(nodes_file), "--pods", str(pods_file))
-    assert _pending(check_json(*files, str(services), str(manifests))) == real
-    direct = check_json(*files, "--no-default-spreading", str(services), str(manifests))
-    assert _pending(direct) == {}  # packed on spread-1, as pods made without their owners would be
+    assert _pending(check_json(*files, *owned, str(services), str(manifests))) == real
+    # made directly, as cluster-capacity makes them: only the Service selects them
+    direct = check_json(*files, str(services), str(manifests))
+    assert _pending(direct) == (real if service is not None else {})
+    off = check_json(*files, "--default-spreading", "off", str(services), str(manifests))
+    assert _pending(off) == {}  # packed on spread-1
     if service is not None:  # without the Service the Job's pods have no default selector: packed
-        assert _pending(check_json(*files, str(manifests))) == {}
+        assert _pending(check_json(*files, *owned, str(manifests))) == {}
     # a capacity file of the cluster, made before the workloads, holds its Services and namespaces too
     capacity = tmp_path / "capacity.json"
     made = gpufleet("discover", "--kubeconfig", str(cluster.kubeconfig), "--out", str(capacity))
@@ -113,4 +118,4 @@ def test_default_spreading_leaves_no_node_for_a_later_two_gpu_pod(cluster, tmp_p
     assert len(doc["pods"]) == 1 and any(o["kind"] == "Service" and o["metadata"]["namespace"] == ns
                                        for o in doc.get("admission", ())) == bool(service)
     capacity.write_text(json.dumps(doc))
-    assert _pending(check_json("--nodes", str(capacity), str(manifests))) == real
+    assert _pending(check_json("--nodes", str(capacity), *owned, str(manifests))) == real

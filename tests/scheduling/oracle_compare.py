@@ -98,8 +98,7 @@ def check(fixture: dict, directory: Path, gpufleet: list[str] | None = None) -> 
     paths = write(generate(g["seed"], g["nodes"], g["shape"], g.get("oversubscription")), directory)
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
     nodes, pods, manifests = map(str, paths)
-    command = (gpufleet or _gpufleet()) + ["check", "--nodes", nodes, "--pods", pods, manifests, "--json",
-                                              "--no-default-spreading"]
+    command = (gpufleet or _gpufleet()) + ["check", "--nodes", nodes, "--pods", pods, manifests, "--json"]
     proc = subprocess.run(command, capture_output=True, text=True, check=False, cwd=directory)
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"gpufleet check exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")

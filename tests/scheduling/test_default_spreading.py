@@ -1,7 +1,9 @@
 """The scheduler's system default topology spreading (PodTopologySpread with `defaultingType: System`): pods
 that a Deployment's ReplicaSet, a ReplicaSet, a StatefulSet or a Service selects, and that have no spread
-constraints of their own, are scored for spreading over hosts (maxSkew 3) and zones (maxSkew 5). The same
-cases run on the real control plane in tests/e2e/test_default_spreading.py."""
+constraints of their own, are scored for spreading over hosts (maxSkew 3) and zones (maxSkew 5). By default
+the check makes pods directly, without their owner, as cluster-capacity and the reference scheduler do, so
+only Services select them; `default_spreading="controllers"` makes them as a cluster's controllers do. The
+same cases run on the real control plane in tests/e2e/test_default_spreading.py."""
 
 from __future__ import annotations
 
@@ -52,15 +54,33 @@ def _where(result, key: str) -> dict[str, int]:
     return {n: c for k, n, c in result.placements if k == key}
 
 
-def test_a_deployments_replicas_spread_over_hosts_where_resources_alone_would_pack_them():
+def test_a_deployments_replicas_made_by_its_controller_spread_where_resources_alone_would_pack_them():
     manifests = [_controller("Deployment", "small", 2, 1), _controller("Deployment", "big", 1, 2)]
-    spread = check_workloads(NODES, [_busy()], manifests)
+    spread = check_workloads(NODES, [_busy()], manifests, default_spreading="controllers")
     assert _where(spread, f"Deployment/{NS}/small") == {"gpu-0": 1, "gpu-1": 1}
     assert [(u.workload, u.pending) for u in spread.unschedulable] == [(f"Deployment/{NS}/big", 1)]
 
-    direct = check_workloads(NODES, [_busy()], manifests, default_spreading=False)
-    assert _where(direct, f"Deployment/{NS}/small") == {"gpu-1": 2}
-    assert direct.fits
+    for made in ("direct", "off"):  # no owner selects pods made directly, and no Service does here
+        direct = check_workloads(NODES, [_busy()], manifests, default_spreading=made)
+        assert _where(direct, f"Deployment/{NS}/small") == {"gpu-1": 2}
+        assert direct.fits
+    assert check_workloads(NODES, [_busy()], manifests).fits  # direct is the default
+
+
+def test_a_service_spreads_pods_made_directly_and_off_turns_it_off():
+    manifests = [_service("small"), _controller("Deployment", "small", 2, 1), _controller("Deployment", "big", 1, 2)]
+    for made in ("direct", "controllers"):
+        result = check_workloads(NODES, [_busy()], manifests, default_spreading=made)
+        assert _where(result, f"Deployment/{NS}/small") == {"gpu-0": 1, "gpu-1": 1}
+        assert not result.fits
+    assert check_workloads(NODES, [_busy()], manifests, default_spreading="off").fits
+
+
+def test_an_unknown_spreading_mode_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="direct, controllers, off"):
+        check_workloads(NODES, [], [_controller("Deployment", "small", 1, 1)], default_spreading="owners")
 
 
 def test_a_job_gets_default_spreading_only_through_a_service_that_selects_its_pods():
@@ -77,7 +97,8 @@ def test_a_pods_own_spread_constraints_replace_the_defaults():
     own = [{"maxSkew": 1, "topologyKey": "example.com/rack", "whenUnsatisfiable": "ScheduleAnyway",
             "labelSelector": {"matchLabels": {"app": "small"}}}]  # no node has the key: it scores nothing
     result = check_workloads(NODES, [_busy()], [_controller("Deployment", "small", 2, 1,
-                                                            topologySpreadConstraints=own)])
+                                                            topologySpreadConstraints=own)],
+                             default_spreading="controllers")
     assert _where(result, f"Deployment/{NS}/small") == {"gpu-1": 2}
 
 
@@ -93,9 +114,13 @@ def test_a_statefulset_counts_its_running_pods_a_deployment_does_not():
         running.append(p)
     running.append(_busy())
     sts = _controller("StatefulSet", "db", 1, 1)
-    assert _where(check_workloads(nodes, running, [sts]), f"StatefulSet/{NS}/db") == {"gpu-0": 1}
+    owned = "controllers"
+    assert _where(check_workloads(nodes, running, [sts], default_spreading=owned), f"StatefulSet/{NS}/db") == \
+        {"gpu-0": 1}
+    assert _where(check_workloads(nodes, running, [sts]), f"StatefulSet/{NS}/db") == {"gpu-1": 1}  # made directly
     dep = _controller("Deployment", "db", 1, 1)
-    assert _where(check_workloads(nodes, running, [dep]), f"Deployment/{NS}/db") == {"gpu-1": 1}
+    assert _where(check_workloads(nodes, running, [dep], default_spreading=owned), f"Deployment/{NS}/db") == \
+        {"gpu-1": 1}
 
 
 def test_scores_follow_the_upstream_formula_over_hosts_and_zones():

@@ -45,7 +45,7 @@ def outcome(seed: int) -> dict:
     """The comparison of gpufleet with the recorded runs for one seed."""
     entry = ENTRIES[seed]
     s = scenario(seed)
-    result = check_workloads(s["nodes"], s["pods"], s["manifests"], default_spreading=False).to_json()
+    result = check_workloads(s["nodes"], s["pods"], s["manifests"]).to_json()
     pending = {u["workload"]: u for u in result["unschedulable"] if u["reason"] in ("pending", "rejected")}
     unschedulable = {u["workload"] for u in result["unschedulable"]}
     warned = {w["workload"]: w["message"] for w in result["warnings"] if w["workload"] not in unschedulable}

@@ -109,7 +109,7 @@ def test_an_outcome_that_depends_on_the_schedulers_random_ties_is_a_warning():
     # directly: with a ReplicaSet behind them, default spreading would tell the nodes apart).
     nodes = [node(f"a{i}", 4, labels={"pool": "a"}) for i in range(20)] + \
             [node(f"b{i}", 4, labels={"pool": "b"}) for i in range(20)]
-    result = check_workloads(nodes, [], [_on(None, 80, "anywhere"), _on("a", 41, "only-a")], default_spreading=False)
+    result = check_workloads(nodes, [], [_on(None, 80, "anywhere"), _on("a", 41, "only-a")])
     assert result.unschedulable == []
     (w,) = result.warnings
     assert w.workload == "Deployment/default/only-a" and " of 8 runs of the scheduler" in w.message

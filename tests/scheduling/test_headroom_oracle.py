@@ -31,7 +31,7 @@ def test_headroom_lies_within_the_real_schedulers_runs(path, tmp_path):
     deployment, _ = probe_deployment(fixture["probe"], fleet.nodes, fleet.pods)
     assert deployment["spec"]["replicas"] == fixture["replicas"]
     manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
-    answer = headroom(fleet.nodes, fleet.pods, manifests, probe_pod(fixture["probe"]), default_spreading=False)
+    answer = headroom(fleet.nodes, fleet.pods, manifests, probe_pod(fixture["probe"]))
     real = [r["scheduled"] for r in fixture["runs"]]
     low, high = math.floor(min(real) * 0.99), math.ceil(max(real) * 1.01)
     assert low <= answer.instances <= high, (answer.instances, answer.instances_range, real)

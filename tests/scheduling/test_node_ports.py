@@ -119,11 +119,9 @@ def test_a_running_pods_preferred_anti_affinity_moves_matching_pods_away():
     new = _labelled(deployment("new", 3, pod_spec(container(requests={"cpu": "100m"}))), {"app": "new"})
     # without the term the emptier node a wins; with it (the real scheduler: all three on b) they move to b.
     # Measured with pods made directly (no ReplicaSet): no default spreading.
-    plain = check_workloads([node("a"), node("b")], [_running("old", "a", {"app": "old"}, None), busy], [new],
-                            default_spreading=False)
+    plain = check_workloads([node("a"), node("b")], [_running("old", "a", {"app": "old"}, None), busy], [new])
     assert [n for _, n, _ in plain.placements] == ["a"]
-    moved = check_workloads([node("a"), node("b")], [_running("old", "a", {"app": "old"}, prefer), busy], [new],
-                            default_spreading=False)
+    moved = check_workloads([node("a"), node("b")], [_running("old", "a", {"app": "old"}, prefer), busy], [new])
     assert [n for _, n, _ in moved.placements] == ["b"]
 
 

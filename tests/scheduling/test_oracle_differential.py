@@ -38,7 +38,7 @@ def test_verdicts_follow_the_real_scheduler(path, tmp_path):
     import yaml
 
     manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
-    result = check_workloads(nodes, pods, manifests, default_spreading=False).to_json()  # pods made directly
+    result = check_workloads(nodes, pods, manifests).to_json()  # pods made directly
     metrics = compare(result, fixture)
     failed = [k for k, ok in verdicts(metrics).items() if not ok]
     assert not failed, {k: metrics[k] for k in ("false_pending", "silent_miss", "distance", "real_spread", "warnings",

@@ -72,13 +72,13 @@ def test_an_earlier_workloads_anti_affinity_keeps_later_pods_out_of_its_zones():
     # in the third.
     apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("f", ZONE)]}}
     e = _dep("e", 2, affinity=apart)
-    result = check_workloads(NODES, [], [e, _dep("f", 4)], default_spreading=False)
+    result = check_workloads(NODES, [], [e, _dep("f", 4)])
     zones_e = {int(n[1:]) % 3 for n in _placed(result, "Deployment/default/e")}
     zones_f = {int(n[1:]) % 3 for n in _placed(result, "Deployment/default/f")}
     assert not zones_e & zones_f
     # Seven pods of f fit only if both of e's pods happened to share a zone: real, 3 pending in 4 of 5 runs
     # ("... 5 node(s) didn't satisfy existing pods anti-affinity rules."), all placed in 1. A warning.
-    result = check_workloads(NODES, [], [e, _dep("f", 7)], default_spreading=False)
+    result = check_workloads(NODES, [], [e, _dep("f", 7)])
     (w,) = result.warnings
     assert result.unschedulable == [] and w.workload == "Deployment/default/f"
     assert "didn't satisfy existing pods anti-affinity rules" in w.message

@@ -74,10 +74,6 @@ KNOWN: dict[int, str] = {
         " runs: [{Deployment/batch/deployment-2: 2, Pod/batch/pod-6: 1}, {Deployment/batch/deploymen...",
     20: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-5: 1}; the real runs: "
         "[{Deployment/batch/deployment-1: 1}, {}, {}, {}, {}]",
-    21: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-1: 1, Deployment/ml/low-late: 1, "
-        "Deployment/batch/deployment-4: 1}; the real runs: [{Deployment/batch/deployment-1: 1, "
-        "Deployment/batch/deployment-4: 1}, ...] (queue order: infer-1 was nominated to gpu-02 before "
-        "low-late's second pod, which went elsewhere)",
     23: "run 3: Job/ml/infer-1 evicts {Deployment/batch/deployment-3: 1, Deployment/batch/deployment-5: 1}; "
         "the real runs: [{}, {}, {}, {Deployment/batch/deployment-3: 2, Deployment/batch/deployment-5:...",
 }
