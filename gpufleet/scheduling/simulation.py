@@ -185,6 +185,9 @@ class Simulation:
             w = self.workloads[index]
             out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
+                if pre is not None and pre.let_go():  # claims are not preempted for: the victims' room is free
+                    kept_for.clear()
+                    failed_before.clear()
                 start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out,
                                          self._spread(index, run))
                 placed.extend(out.nodes)
@@ -224,6 +227,20 @@ class Simulation:
                 if snap.pods is not None:  # others' selectors may count these pods later
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
+            if failed is not None and pre is not None and pre.let_go():
+                # the pod waits for the terminating victims of earlier preemptors: their room may hold it
+                kept_for.clear()
+                failed_before.clear()
+                if rules is not None:
+                    more, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run,
+                                                           w.replicas - len(out.nodes))
+                else:
+                    more, failed, start = schedule_replicas(snap, shape, w.replicas - len(out.nodes), start, rng,
+                                                            tie, None, placed, self._spread(index, run))
+                    if snap.pods is not None:
+                        for node in more:
+                            snap.pods.add(node, w.namespace, w.labels)
+                out.nodes = [*out.nodes, *more]
             out.placed = len(out.nodes)
             placed.extend(out.nodes)
             for node in out.nodes:
@@ -262,14 +279,15 @@ class Simulation:
         PostFilter (DefaultPreemption). When it nominates a node, the pod holds its room there at once (a
         nominated pod counts in the filters of pods of no higher priority) while its victims terminate: they
         stay on the node, so the workload's next pods find it full and may preempt too, choosing the same
-        terminating pods again (no new eviction) or others. Once its pods are through (or one finds nothing to
-        preempt), the victims are gone, the nominated pods run where they were nominated, and a pod that found
-        nothing tries again on the room they left. `rules`: the pods are placed against others (topology spread,
+        terminating pods again (no new eviction) or others. The nominated pods run where they were nominated.
+        The victims stay on their nodes, terminating, for the pods of the workloads after it too (the check's
+        workloads are made together, and the scheduler takes their pods faster than victims terminate), until a
+        pod finds no room and nothing to preempt: their deletion brings it back, and it tries again on the room
+        they left (`PreemptionState.let_go`). `rules`: the pods are placed against others (topology spread,
         pod affinity), one cycle each, and preemption asks their filters too. Returns the next start."""
         assert self.priorities is not None
         w, out = self.workloads[index], run.outcomes[index]
         pod = Preemptor(shape, self.priorities.priority[index], True, rules)
-        terminating: list[tuple[int, Victim]] = []
         left = count
         while left:
             if rules is not None:
@@ -285,10 +303,7 @@ class Simulation:
             nominated = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
             decision = pre.decision
             if nominated is None or decision is None:
-                if terminating:  # the victims' deletion brings the pod back: their room may hold it now
-                    for node, victim in terminating:
-                        pre.evict(node, victim)
-                    terminating = []
+                if pre.let_go():  # the victims' deletion brings the pod back: their room may hold it now
                     continue
                 out.pending += left
                 out.message, out.blocked = failed.message, failed.blocked
@@ -298,7 +313,7 @@ class Simulation:
             for victim in decision.victims:
                 if not pre.terminate(victim):
                     continue  # already on its way out for an earlier pod
-                terminating.append((nominated, victim))
+                pre.leaving.append((nominated, victim))
                 out.evicted.append((nominated, victim, decision.broken.get(id(victim), "")))
                 if victim.index >= 0:
                     held = run.outcomes[victim.index]
@@ -313,8 +328,6 @@ class Simulation:
             self._land(pre, placed, run, index, nominated)
             out.by_preemption += 1
             left -= 1
-        for node, victim in terminating:
-            pre.evict(node, victim)
         return start
 
     def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int,
@@ -354,6 +367,10 @@ class Simulation:
             elif rules is not None:
                 got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng, run,
                                                       count)
+                if failed is not None and pre.let_go():
+                    more, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng,
+                                                           run, count - len(got))
+                    got = [*got, *more]
                 out.nodes += got
                 out.placed += len(got)
                 placed.extend(got)
@@ -366,6 +383,10 @@ class Simulation:
             else:
                 got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
                                                        self._spread(index, run))
+                if failed is not None and pre.let_go():
+                    more, failed, start = schedule_replicas(snap, self.shapes[index], count - len(got), start, rng,
+                                                            tie, None, placed, self._spread(index, run))
+                    got = [*got, *more]
                 for node in got:
                     self._land(pre, placed, run, index, node)
                 if failed is not None:

@@ -432,6 +432,39 @@ def test_later_pods_of_the_workload_may_nominate_the_node_of_a_terminating_victi
     assert [(v.pods, v.node) for v in result.preemptions[0].victims] == [(1, "gpu-0")]
 
 
+def test_a_later_workloads_pods_find_the_room_of_terminating_victims_taken_and_preempt_elsewhere():
+    # gpu-0 (6 GPUs) runs a 6-GPU batch pod; gpu-1 (2 GPUs) a 2-GPU pod of priority 0. The first serving Job
+    # (4 GPUs) evicts the batch pod on gpu-0. The second serving Job (2 GPUs), made together with it, finds
+    # gpu-0 still full (the victim terminating, the first Job's pod holding its room) and evicts the
+    # priority-0 pod on gpu-1, as the real control plane does (tests/fixtures/oracle-preemption seed 5).
+    pods = [running("train-5f6d-a", "gpu-0", 6, priority=100),
+            running("spare-7a8b-a", "gpu-1", 2, priority=0, owner="spare-7a8b",
+                    labels={"app": "spare", "pod-template-hash": "7a8b"})]
+    result = check_workloads([node("gpu-0", 6), node("gpu-1", 2)], pods, [
+        *CLASSES, deployment("first", "ml", 1, 4, priorityClassName="serving"),
+        deployment("second", "ml", 1, 2, priorityClassName="serving")])
+    assert result.fits
+    assert {p.workload: [(v.workload, v.node) for v in p.victims] for p in result.preemptions} == {
+        "Deployment/ml/first": [("Deployment/team-b/train", "gpu-0")],
+        "Deployment/ml/second": [("Deployment/team-b/spare", "gpu-1")]}
+
+
+def test_a_pod_that_may_not_preempt_waits_for_the_terminating_victims_and_takes_their_room():
+    # As above, but the second workload never preempts (`preemptionPolicy: Never`). The victims' deletion
+    # brings its pod back, and it runs on the room left on gpu-0.
+    pods = [running("train-5f6d-a", "gpu-0", 6, priority=100),
+            running("web-7a8b-a", "gpu-1", 2, priority=1000, owner="web-7a8b",
+                    labels={"app": "web", "pod-template-hash": "7a8b"})]
+    polite = priority_class("polite", 1000, preemptionPolicy="Never")
+    result = check_workloads([node("gpu-0", 6), node("gpu-1", 2)], pods, [
+        *CLASSES, polite, deployment("first", "ml", 1, 4, priorityClassName="serving"),
+        deployment("second", "ml", 1, 2, priorityClassName="polite")])
+    assert result.fits
+    assert [p.workload for p in result.preemptions] == ["Deployment/ml/first"]
+    assert {(k, n) for k, n, _ in result.placements} >= {("Deployment/ml/first", "gpu-0"),
+                                                          ("Deployment/ml/second", "gpu-0")}
+
+
 # --- victims where nodes tie -----------------------------------------------------------------------------------
 
 

@@ -82,6 +82,8 @@ class PreemptionState:
         self.evicted = [0] * len(self.budgets)
         self.terminating: set[int] = set()
         """The victims (by id) deleted but still on their node."""
+        self.leaving: list[tuple[int, Victim]] = []
+        """The terminating victims with their nodes, in the order they were deleted."""
         self._covering: dict[Victim, tuple[int, ...]] = {}
 
     def covering(self, pod: Victim) -> tuple[int, ...]:
@@ -112,6 +114,13 @@ class PreemptionState:
         for i in self.covering(victim):
             self.evicted[i] += 1
         return True
+
+    def let_go(self) -> bool:
+        """Every terminating victim is gone (`evict`); whether there was any."""
+        leaving, self.leaving = self.leaving, []
+        for node, victim in leaving:
+            self.evict(node, victim)
+        return bool(leaving)
 
     def evict(self, node: int, victim: Victim) -> None:
         """A terminating victim is gone: its room is free."""
