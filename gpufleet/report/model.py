@@ -331,7 +331,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         node_by_name.update({n.name: n for _, n in scale_up.plan.added})
     verdicts = _verdicts(result)
     scaled = _scaled(scale_up)
-    preempting = {p.workload for p in result.preemptions}
+    preempting = {p.workload for p in result.preemptions if p.pods}
     blocked = _blocked(result)
     published = dra_gpus or {}
     drawn = {n.name: published[n.name] for n in nodes if n.name in published and not node_gpus(n)}

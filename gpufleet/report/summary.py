@@ -66,8 +66,10 @@ def summary_markdown(report: FleetReport) -> str:
         lines += [f"- `{_cell(view.key)}` {view.placed} of {view.wanted} pod(s) placed now, {view.added} more after "
                   "scale-up" for view in report.after_scale_up]
     if report.preemptions:
-        lines += ["", f"**{len(report.preemptions)} workload(s) run only by evicting lower-priority pods:**", ""]
-        lines += [f"- `{_cell(p.workload)}` evicts " + "; ".join(_cell(v.words()) for v in p.victims)
+        lines += ["", f"**{len(report.preemptions)} workload(s) evict lower-priority pods to run:**", ""]
+        lines += [f"- `{_cell(p.workload)}` evicts " + ("; ".join(_cell(v.words()) for v in p.victims)
+                                                        or _cell(p.evicting()))
+                  + ("" if p.pods else " (in vain: a workload of higher priority takes the room)")
                   for p in report.preemptions]
     short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None
              and w.expected_mib > w.budget_mib]

@@ -336,7 +336,7 @@ class _Check:
         for node in first.nodes:
             counts[node] = counts.get(node, 0) + 1
         result.placements += [(w.key, self.nodes[i].name, n) for i, n in sorted(counts.items())]
-        if first.by_preemption:
+        if first.by_preemption or first.evicted:
             from gpufleet.scheduling.preempting import preemption_verdict
 
             found = preemption_verdict(w.key, first, [node.name for node in self.nodes], outcomes[1:])

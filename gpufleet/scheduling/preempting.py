@@ -94,9 +94,11 @@ def budgets_of(objects: list[dict]) -> list[Budget]:
 def preemption_verdict(key: str, outcome: Outcome, node_names: Sequence[str],
                        others: Sequence[Outcome] = ()) -> Preemption | None:
     """The pods a workload runs by preemption in one run, and whom they evicted (grouped per workload, node,
-    priority and broken budget, in eviction order). `others`: the same workload in the other seeded runs,
+    priority and broken budget, in eviction order). A workload whose pods evicted pods and then lost the room
+    to a workload of higher priority has victims and no pods; one whose pods took room already being freed
+    for others has pods and no victims. `others`: the same workload in the other seeded runs,
     whose tie-breaks may have evicted other pods (their victim workloads and counts, where they differ)."""
-    if not outcome.by_preemption:
+    if not outcome.by_preemption and not outcome.evicted:
         return None
     groups: dict[tuple[str, int, int, str], int] = {}
     for node, victim, budget in outcome.evicted:

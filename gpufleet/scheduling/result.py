@@ -125,7 +125,8 @@ class Evicted:
 
 @dataclass(frozen=True)
 class Preemption:
-    """A workload whose pods run only by evicting pods of lower priority (kube-scheduler's DefaultPreemption)."""
+    """A workload whose pods run only by evicting pods of lower priority (kube-scheduler's DefaultPreemption),
+    or whose pods evicted some and then lost the room to pods of higher priority (`pods` 0)."""
 
     workload: str
     pods: int
@@ -144,8 +145,18 @@ class Preemption:
                                    "alternatives": [dict(o) for o in self.otherwise]}
         return out
 
+    def evicting(self) -> str:
+        """Whom it evicts, in words."""
+        if not self.victims:
+            return "no pod of its own choosing: it takes room whose pods are already being evicted for another workload"
+        return ", ".join(v.words() for v in self.victims)
+
     def line(self) -> str:
-        text = f"fits by preemption: {self.workload} runs by evicting " + ", ".join(v.words() for v in self.victims)
+        if self.pods:
+            text = f"fits by preemption: {self.workload} runs by evicting {self.evicting()}"
+        else:
+            text = (f"preempted in vain: {self.workload} evicts {self.evicting()}, then a workload of higher "
+                    "priority takes that room")
         if self.otherwise:
             alternatives = "; ".join(", ".join(f"{n} of {w}" for w, n in o.items()) or "nothing"
                                      for o in self.otherwise[:3])

@@ -181,21 +181,28 @@ class Simulation:
         pre = None
         if self.priorities is not None:
             pre = PreemptionState(snap, [list(pods) for pods in self.priorities.running], self.priorities.budgets, rng)
+        def tie(best: np.ndarray) -> None:
+            if self._decisive(snap, best, dra is not None):
+                run.decisive_ties += 1
+
+        hidden: list[tuple[int, int, int]] = []
         for index, shape in self.shapes.items():
             w = self.workloads[index]
+            if pre is not None and (hidden or pre.nominated):
+                kept_for.clear()  # nominated pods leave or come back: the caches' room changes
+                failed_before.clear()
+                start = self._restore(snap, pre, hidden, run, placed, rng, tie, start)
+                hidden = self._hide(snap, pre, index) if snap.pods is None and not w.spec.get("resourceClaims") \
+                    else []
             out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
-                if pre is not None and pre.let_go():  # claims are not preempted for: the victims' room is free
+                if pre is not None and self._let_go(pre):  # claims are not preempted for: the victims' room is free
                     kept_for.clear()
                     failed_before.clear()
                 start = self._claims_run(snap, dra, shape, w, start, rng, run, index, out,
                                          self._spread(index, run))
                 placed.extend(out.nodes)
                 continue
-
-            def tie(best: np.ndarray) -> None:
-                if self._decisive(snap, best, dra is not None):
-                    run.decisive_ties += 1
 
             pod = self.constraints.get(index)
             # the snapshot keeps the placed pods' terms whenever a pod has constraints
@@ -227,7 +234,7 @@ class Simulation:
                 if snap.pods is not None:  # others' selectors may count these pods later
                     for node in out.nodes:
                         snap.pods.add(node, w.namespace, w.labels)
-            if failed is not None and pre is not None and pre.let_go():
+            if failed is not None and pre is not None and self._let_go(pre):
                 # the pod waits for the terminating victims of earlier preemptors: their room may hold it
                 kept_for.clear()
                 failed_before.clear()
@@ -253,7 +260,69 @@ class Simulation:
                 out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
                 if pod is None:
                     failed_before[id(shape)] = (len(placed), failed)
+        if pre is not None and hidden:
+            self._restore(snap, pre, hidden, run, placed, rng, tie, start)
         return run
+
+    def _let_go(self, pre: PreemptionState) -> bool:
+        """The terminating victims are gone, and the nominated pods bound where they were nominated (they may be
+        victims from now on); whether any victim was left."""
+        if not pre.let_go():
+            return False
+        for node, index, seq in pre.nominated:
+            self._on_node(pre, node, index, seq)
+        pre.nominated = []
+        return True
+
+    def _hide(self, snap: Snapshot, pre: PreemptionState, index: int) -> list[tuple[int, int, int]]:
+        """The nominated pods of lower priority than workload `index`'s: its pods do not see them (upstream adds
+        only nominated pods of equal or higher priority to a node in the filters), nor may they evict them (a
+        nominated pod is not on the node yet). Returned, and taken off the snapshot until `_restore`."""
+        assert self.priorities is not None
+        priority = self.priorities.priority
+        hidden = [e for e in pre.nominated if priority[e[1]] < priority[index]]
+        if hidden:
+            pre.nominated = [e for e in pre.nominated if priority[e[1]] >= priority[index]]
+            for node, i, _ in hidden:
+                shape = self.shapes[i]
+                snap.unplace(node, shape.requests, shape.nonzero, shape.ports)
+        return hidden
+
+    def _restore(self, snap: Snapshot, pre: PreemptionState, hidden: list[tuple[int, int, int]], run: Run,
+                 placed: Landed, rng, tie, start: int) -> int:
+        """The nominated pods `_hide` took off come back to their nodes where they still fit; where a pod of
+        higher priority took the room, the nominated one goes back to the queue and is scheduled again (it may
+        preempt again). Returns the next start."""
+        displaced: dict[int, int] = {}
+        for node, index, seq in hidden:
+            shape = self.shapes[index]
+            if shape.fits_one(snap, node):
+                snap.place(node, shape.requests, shape.nonzero, shape.ports)
+                pre.nominated.append((node, index, seq))
+                continue
+            out = run.outcomes[index]
+            out.nodes.remove(node)
+            out.placed -= 1
+            out.by_preemption -= 1
+            run.release(node, index)
+            displaced[index] = displaced.get(index, 0) + 1
+        hidden.clear()
+        assert self.priorities is not None
+        for index, count in displaced.items():
+            shape, out = self.shapes[index], run.outcomes[index]
+            if self.priorities.preempts[index]:
+                start = self._preempting(snap, shape, index, count, start, rng, tie, placed, run, pre)
+            else:
+                got, failed, start = schedule_replicas(snap, shape, count, start, rng, tie, None, placed,
+                                                       self._spread(index, run))
+                for node in got:
+                    self._land(pre, placed, run, index, node)
+                if failed is not None:
+                    out.pending += count - len(got)
+                    out.message, out.blocked = failed.message, failed.blocked
+        if pre.evictions:
+            start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
+        return start
 
     def _by_rules(self, snap: Snapshot, index: int) -> bool:
         """Whether workload `index`'s pods are placed against others: its own topology spread or pod
@@ -303,7 +372,7 @@ class Simulation:
             nominated = shape.framework.run_post_filter_plugins({_PREEMPTION: pre}, {_PREEMPTION: pod}, {})
             decision = pre.decision
             if nominated is None or decision is None:
-                if pre.let_go():  # the victims' deletion brings the pod back: their room may hold it now
+                if self._let_go(pre):  # the victims' deletion brings the pod back: their room may hold it now
                     continue
                 out.pending += left
                 out.message, out.blocked = failed.message, failed.blocked
@@ -325,14 +394,15 @@ class Simulation:
             snap.place(nominated, shape.requests, shape.nonzero, shape.ports)
             if rules is not None and rules.terms and snap.placed is not None:
                 snap.placed.place(index, rules.terms, nominated)
-            self._land(pre, placed, run, index, nominated)
+            self._land(pre, placed, run, index, nominated, nominated=True)
             out.by_preemption += 1
             left -= 1
         return start
 
     def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int,
-              counted: bool = False) -> None:
-        """A pod of workload `index` runs on `node` (`counted`: the pods others' selectors count have it)."""
+              counted: bool = False, nominated: bool = False) -> None:
+        """A pod of workload `index` runs on `node` (`counted`: the pods others' selectors count have it;
+        `nominated`: it holds the room of its nominated node until its victims are gone)."""
         out = run.outcomes[index]
         if pre.snap.pods is not None and not counted:  # others' selectors may count it
             w = self.workloads[index]
@@ -341,7 +411,10 @@ class Simulation:
         out.placed += 1
         placed.extend([node])
         run.hold(node, index)
-        self._on_node(pre, node, index, len(placed))
+        if nominated:
+            pre.nominated.append((node, index, len(placed)))
+        else:
+            self._on_node(pre, node, index, len(placed))
 
     def _replace_evicted(self, snap: Snapshot, rng, tie, placed: Landed, run: Run, pre: PreemptionState,
                          start: int) -> int:
@@ -367,7 +440,7 @@ class Simulation:
             elif rules is not None:
                 got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng, run,
                                                       count)
-                if failed is not None and pre.let_go():
+                if failed is not None and self._let_go(pre):
                     more, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng,
                                                            run, count - len(got))
                     got = [*got, *more]
@@ -383,7 +456,7 @@ class Simulation:
             else:
                 got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
                                                        self._spread(index, run))
-                if failed is not None and pre.let_go():
+                if failed is not None and self._let_go(pre):
                     more, failed, start = schedule_replicas(snap, self.shapes[index], count - len(got), start, rng,
                                                             tie, None, placed, self._spread(index, run))
                     got = [*got, *more]

@@ -60,7 +60,7 @@ def test_report_lists_victims_and_draws_the_node_without_the_evicted_pod(tmp_pat
                             "--summary", str(tmp_path / "s.md")])
     assert r.exit_code == 0, r.output
     summary = (tmp_path / "s.md").read_text()
-    assert "**1 workload(s) run only by evicting lower-priority pods:**" in summary
+    assert "**1 workload(s) evict lower-priority pods to run:**" in summary
     assert "- `Deployment/llm/chat` evicts 1 pod(s) of Job/team-b/train on gpu-01 (priority 100)" in summary
     # two GPUs: the new pod on one, the training pod left on the other; the evicted one is not drawn
     assert "| NVIDIA-L4 | 1 | 2 | 0 |" in summary

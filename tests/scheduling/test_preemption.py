@@ -465,6 +465,27 @@ def test_a_pod_that_may_not_preempt_waits_for_the_terminating_victims_and_takes_
                                                           ("Deployment/ml/second", "gpu-0")}
 
 
+def test_a_higher_workload_takes_the_room_a_lower_one_was_nominated_to_instead_of_evicting_it():
+    # gpu-0 runs a 4-GPU batch pod. `mid` (priority 500) evicts it and is nominated to gpu-0; `serving`
+    # (1000), made together, does not see the lower nominated pod (it is not on the node yet, so it is no
+    # victim either): it preempts the same terminating pod and takes the room. `mid` goes back to the queue and
+    # finds none. The real control plane never evicts a nominated pod (tests/fixtures/oracle-preemption
+    # seed 10).
+    pods = [running("train-5f6d-a", "gpu-0", 4, priority=100)]
+    result = check_workloads([node("gpu-0", 4)], pods, [
+        *CLASSES, priority_class("mid", 500), deployment("mid", "ml", 1, 4, priorityClassName="mid"),
+        deployment("top", "ml", 1, 4, priorityClassName="serving")])
+    assert {(k, n) for k, n, _ in result.placements} == {("Deployment/ml/top", "gpu-0")}
+    assert [(u.workload, u.pending) for u in result.unschedulable] == [("Deployment/ml/mid", 1)]
+    victims = {p.workload: {v.workload for v in p.victims} for p in result.preemptions}
+    assert victims.get("Deployment/ml/mid") == {"Deployment/team-b/train"}
+    assert "Deployment/ml/mid" not in victims.get("Deployment/ml/top", set())
+    lines = {p.workload: p.line() for p in result.preemptions}
+    assert lines["Deployment/ml/mid"].startswith("preempted in vain: Deployment/ml/mid evicts 1 pod(s) of "
+                                                 "Deployment/team-b/train")
+    assert lines["Deployment/ml/top"].startswith("fits by preemption: Deployment/ml/top runs by evicting no pod")
+
+
 # --- victims where nodes tie -----------------------------------------------------------------------------------
 
 

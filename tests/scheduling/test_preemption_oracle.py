@@ -40,7 +40,6 @@ RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios"
 #: with the controllers recreating victims (which then preempt lower-priority pods themselves) in between.
 KNOWN_VERDICTS: dict[int, str] = {
     14: "run 0: Deployment/ml/infer-1 runs, the real scheduler: [pending]",
-    17: "run 0: Deployment/ml/polite pending, the real scheduler: [runs]",
 }
 #: The same, for verdicts and victims together. Most are ties the real scheduler broke another way (nodes
 #: equal on every criterion of pickOneNodeForPreemption, start times being whole seconds; a later pod of the

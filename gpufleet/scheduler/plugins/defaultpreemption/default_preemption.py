@@ -84,6 +84,9 @@ class PreemptionState:
         """The victims (by id) deleted but still on their node."""
         self.leaving: list[tuple[int, Victim]] = []
         """The terminating victims with their nodes, in the order they were deleted."""
+        self.nominated: list[tuple[int, int, int]] = []
+        """Pods of the check holding their nominated node's room while the victims terminate: (node, workload
+        index, placement sequence). They are bound, and may be victims in turn, once the victims are gone."""
         self._covering: dict[Victim, tuple[int, ...]] = {}
 
     def covering(self, pod: Victim) -> tuple[int, ...]:
