@@ -181,6 +181,7 @@ class Simulation:
         pre = None
         if self.priorities is not None:
             pre = PreemptionState(snap, [list(pods) for pods in self.priorities.running], self.priorities.budgets, rng)
+
         def tie(best: np.ndarray) -> None:
             if self._decisive(snap, best, dra is not None):
                 run.decisive_ties += 1
@@ -394,15 +395,15 @@ class Simulation:
             snap.place(nominated, shape.requests, shape.nonzero, shape.ports)
             if rules is not None and rules.terms and snap.placed is not None:
                 snap.placed.place(index, rules.terms, nominated)
-            self._land(pre, placed, run, index, nominated, nominated=True)
+            self._land(pre, placed, run, index, nominated, waits=True)
             out.by_preemption += 1
             left -= 1
         return start
 
     def _land(self, pre: PreemptionState, placed: Landed, run: Run, index: int, node: int,
-              counted: bool = False, nominated: bool = False) -> None:
+              counted: bool = False, waits: bool = False) -> None:
         """A pod of workload `index` runs on `node` (`counted`: the pods others' selectors count have it;
-        `nominated`: it holds the room of its nominated node until its victims are gone)."""
+        `waits`: it is nominated there and holds the room until its victims are gone, then is bound)."""
         out = run.outcomes[index]
         if pre.snap.pods is not None and not counted:  # others' selectors may count it
             w = self.workloads[index]
@@ -411,7 +412,7 @@ class Simulation:
         out.placed += 1
         placed.extend([node])
         run.hold(node, index)
-        if nominated:
+        if waits:
             pre.nominated.append((node, index, len(placed)))
         else:
             self._on_node(pre, node, index, len(placed))
