@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpufleet.cli._scale import GpuTotalOption, MaxNodesTotalOption, scale_options
-from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
+from gpufleet.cli.check import ErtOption, NodesOption, PodsMadeBy, PodsOption, SpreadOption
 from gpufleet.cli.discover import (
     DEFAULT_CHUNK,
     DEFAULT_TIMEOUT,
@@ -20,6 +20,9 @@ from gpufleet.cli.discover import (
     RequestTimeoutOption,
 )
 from gpufleet.errors import GpufleetError, InputError
+
+if TYPE_CHECKING:
+    from gpufleet.scheduling.engine import Spreading
 
 
 def _probe(path: Path) -> tuple[dict, list[dict]]:
@@ -73,6 +76,7 @@ def command(
              "a system class): also answer how many more fit when they may evict pods of lower priority, as "
              "kube-scheduler's preemption does, and which they evict. A probe that names its own "
              "priorityClassName gets this answer too.")] = None,
+    default_spreading: SpreadOption = PodsMadeBy.DIRECT,
 ) -> None:
     """How many more of a pod fit, one after another, as kube-scheduler would place them.
 
@@ -83,6 +87,7 @@ def command(
     from gpufleet.cli.check import capacity_source, read_inputs
     from gpufleet.scheduling.headroom import ProbeError, headroom
 
+    spreading: Spreading = default_spreading.value
     try:
         if (probe is None) == (not shapes):
             raise InputError("give --probe FILE or --shapes (one of them)")
@@ -100,7 +105,8 @@ def command(
             from gpufleet.scheduling.headroom import headroom_table
 
             _print_table(headroom_table(cap.nodes, cap.pods, objects,
-                                        extended_resource_toleration=extended_resource_toleration), as_json)
+                                        extended_resource_toleration=extended_resource_toleration,
+                                        default_spreading=spreading), as_json)
             return
         assert probe_obj is not None  # without --shapes, --probe was given (checked above)
         if priority_class is not None or _named_class(probe_obj):
@@ -108,10 +114,11 @@ def command(
         grown = scaled = preempting = None
         try:
             answer = headroom(cap.nodes, cap.pods, objects, probe_obj,
-                              extended_resource_toleration=extended_resource_toleration)
+                              extended_resource_toleration=extended_resource_toleration, default_spreading=spreading)
             if _named_class(probe_obj):
                 preempting = headroom(cap.nodes, cap.pods, objects, probe_obj, preemption=True,
-                                      extended_resource_toleration=extended_resource_toleration)
+                                      extended_resource_toleration=extended_resource_toleration,
+                                      default_spreading=spreading)
             from gpufleet.cli._node_groups import read_groups
 
             groups = read_groups(scale[0], cap.nodes, live) if scale is not None else []
@@ -121,7 +128,8 @@ def command(
                 grown = grown_fleet(cap.nodes, cap.pods, objects, groups, scale[1],
                                     probe_obj, extended_resource_toleration=extended_resource_toleration)
                 scaled = headroom(grown.nodes, grown.pods, objects, probe_obj,
-                                  extended_resource_toleration=extended_resource_toleration)
+                                  extended_resource_toleration=extended_resource_toleration,
+                                  default_spreading=spreading)
         except ProbeError as e:
             raise InputError(f"--probe {probe}: {e}") from e
     except GpufleetError as e:

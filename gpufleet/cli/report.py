@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli import _scale
-from gpufleet.cli.check import ErtOption, NodesOption, PodsOption
+from gpufleet.cli.check import ErtOption, NodesOption, PodsMadeBy, PodsOption, SpreadOption
 from gpufleet.cli.discover import (
     DEFAULT_CHUNK,
     DEFAULT_TIMEOUT,
@@ -37,9 +37,9 @@ def _summary_is_ours(text: str) -> bool:
 
 
 def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, None, DEFAULT_TIMEOUT, DEFAULT_CHUNK),
-           scale=None):
+           scale=None, spreading="direct"):
     """The report of a stack or of nodes and manifests; `scale`: (`--node-groups` source or None,
-    ScaleUpOptions), as `scale_options(..., stack=...)` gives it, or None."""
+    ScaleUpOptions), as `scale_options(..., stack=...)` gives it, or None; `spreading`: `--default-spreading`."""
     from gpufleet.cli._node_groups import read_groups
     from gpufleet.report import report_of, stack_report
 
@@ -57,7 +57,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
             typer.echo(f"warning: {warning}", err=True)
         source, options = scale if scale is not None else (None, None)
         report = stack_report(stack, loaded.config, None if source is None else lambda planned: read_groups(
-            source, planned), options)
+            source, planned), options, default_spreading=spreading)
         from gpufleet.scheduling.scaleup import ScaleUpOptions
 
         if report.scale_up is None and options not in (None, ScaleUpOptions()):
@@ -77,7 +77,8 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
         found = read_groups(scale[0], cap.nodes, live)
         groups = (found, scale[1]) if found else None
     return with_origin(docs, lambda: report_of(title, cap.nodes, cap.pods, objects,
-                                               extended_resource_toleration=ert, scale=groups))
+                                               extended_resource_toleration=ert, scale=groups,
+                                               default_spreading=spreading))
 
 
 def command(
@@ -112,6 +113,7 @@ def command(
     gpu_total: _scale.GpuTotalOption = None,
     expendable_cutoff: _scale.ExpendableCutoffOption = _scale.DEFAULT_EXPENDABLE_CUTOFF,
     priority_config: _scale.PriorityConfigOption = None,
+    default_spreading: SpreadOption = PodsMadeBy.DIRECT,
 ) -> None:
     """Draw which pod lands on which node, GPU, MIG slice or share, what stays free and what pends. Exit 0 / 2."""
     from gpufleet.report import render_html, summary_markdown
@@ -127,7 +129,7 @@ def command(
             if summary.resolve() == out.resolve():
                 raise InputError(f"--summary {summary}: is the same file as --out")
         report = _build(stack, project_dir, nodes, pods, manifests or [], extended_resource_toleration,
-                        (kubeconfig, context, request_timeout, chunk_size), scale)
+                        (kubeconfig, context, request_timeout, chunk_size), scale, default_spreading.value)
         page = render_html(report)
         markdown = SUMMARY_MARK + "\n" + summary_markdown(report) if summary is not None else None
         write_own_file(out, page, _page_is_ours, "report page", force)

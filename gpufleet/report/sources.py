@@ -17,31 +17,37 @@ from gpufleet.scheduling import check_workloads, workloads_of
 
 if TYPE_CHECKING:
     from gpufleet.autoscaler.nodegroups import NodeGroup
+    from gpufleet.scheduling.engine import Spreading
     from gpufleet.scheduling.scaleup import ScaleUpOptions
 
 
 def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],
               pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False,
-              scale: tuple[list[NodeGroup], ScaleUpOptions] | None = None) -> FleetReport:
+              scale: tuple[list[NodeGroup], ScaleUpOptions] | None = None,
+              default_spreading: Spreading = "direct") -> FleetReport:
     """Run the `gpufleet check` engine and draw what it placed; with `scale` (node groups and the autoscaler's
-    options), as `check --node-groups` runs it, with the nodes the scale-up adds drawn apart."""
+    options), as `check --node-groups` runs it, with the nodes the scale-up adds drawn apart.
+    `default_spreading`: as check_workloads."""
     from gpufleet.scheduling.headroom import headroom_table
 
     verdicts = None
     if scale is None:
-        result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration)
+        result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration,
+                                 default_spreading=default_spreading)
     else:
         from gpufleet.scheduling.scaleup import check_with_scale_up
 
         result, verdicts = check_with_scale_up(list(nodes), list(running), manifests, scale[0], scale[1],
-                                               extended_resource_toleration=extended_resource_toleration)
+                                               extended_resource_toleration=extended_resource_toleration,
+                                               default_spreading=default_spreading)
     report = build_report(title, nodes, running, workloads_of(manifests), result, pool_of,
                           extended_resource_toleration=extended_resource_toleration,
                           dra_gpus=dra_gpus(nodes, manifests), dra_claimed=_claimed(manifests),
                           scale_up=verdicts, groups=scale[0] if scale is not None else ())
     report.headroom = [(shape.label, shape.tolerates, h.instances, *h.instances_range)
                        for shape, h in headroom_table(nodes, running, manifests,
-                                                      extended_resource_toleration=extended_resource_toleration)]
+                                                      extended_resource_toleration=extended_resource_toleration,
+                                                      default_spreading=default_spreading)]
     return report
 
 
@@ -64,10 +70,11 @@ def stack_inputs(cfg: StackConfig) -> tuple[list[Node], list[dict]]:
 
 
 def stack_report(name: str, cfg: StackConfig, more_groups: Callable[[list[Node]], list[NodeGroup]] | None = None,
-                 options: ScaleUpOptions | None = None) -> FleetReport:
+                 options: ScaleUpOptions | None = None, default_spreading: Spreading = "direct") -> FleetReport:
     """A stack's workloads on its node pools as planned (`stack_inputs`). The stack's autoscaled pools
     (`nodePools[].autoscaling`) are node groups, with `more_groups(planned nodes)` (a `--node-groups` file,
-    whose `like:` templates name planned nodes); with any, the report is after their scale-up (`options`)."""
+    whose `like:` templates name planned nodes); with any, the report is after their scale-up (`options`).
+    `default_spreading`: as check_workloads."""
     from gpufleet.autoscaler.stack_groups import joined_groups, stack_node_groups
     from gpufleet.scheduling.scaleup import ScaleUpOptions
 
@@ -77,4 +84,5 @@ def stack_report(name: str, cfg: StackConfig, more_groups: Callable[[list[Node]]
     if more_groups is not None:
         groups = joined_groups(groups, more_groups(nodes))
     return report_of(f"stack {name}", nodes, [], manifests, pool_of,
-                     scale=(groups, options or ScaleUpOptions()) if groups else None)
+                     scale=(groups, options or ScaleUpOptions()) if groups else None,
+                     default_spreading=default_spreading)

@@ -327,9 +327,11 @@ def standard_shapes(nodes: Sequence[Node], dra: DraObjects | None = None) -> lis
 
 
 def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], *,
-                   extended_resource_toleration: bool = False, tie_runs: int = 1) -> list[tuple[Shape, Headroom]]:
+                   extended_resource_toleration: bool = False, tie_runs: int = 1,
+                   default_spreading: Spreading = "direct") -> list[tuple[Shape, Headroom]]:
     """Headroom of every standard shape after the manifests are placed: at a glance, one seeded run per shape
-    (each shape re-places the manifests; `headroom --probe` gives the median over HEADROOM_RUNS)."""
+    (each shape re-places the manifests; `headroom --probe` gives the median over HEADROOM_RUNS).
+    `default_spreading`: as check_workloads, for `manifests`."""
     from gpufleet.scheduling.engine import _nodes, _pods
 
     node_list, pod_list = _nodes(nodes), _pods(pods)
@@ -341,7 +343,8 @@ def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: l
                                          "GPU has the nvidia.com/gpu taint the probe does not tolerate")))
             continue
         rows.append((shape, headroom(node_list, pod_list, [*manifests, *shape.objects()], shape.pod(),
-                                     extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs)))
+                                     extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs,
+                                     default_spreading=default_spreading)))
     return rows
 
 

@@ -75,3 +75,31 @@ def test_the_option_offers_every_mode_the_engine_knows():
     from gpufleet.scheduling.engine import SPREADING
 
     assert [m.value for m in PodsMadeBy] == list(SPREADING)
+
+
+@pytest.mark.parametrize(("mode", "pending"), [("direct", "none"), ("controllers", f"`Deployment/{NS}/big`")])
+def test_report_draws_the_placement_of_the_mode_it_is_given(tmp_path, mode, pending):
+    files = _files(tmp_path, False)
+    summary = tmp_path / "summary.md"
+    result = run("report", "--out", str(tmp_path / "page.html"), "--summary", str(summary), *files,
+                 "--default-spreading", mode)
+    assert result.code == 0, result.err
+    row = next(line for line in summary.read_text().splitlines() if line.startswith("| nodes without a pool"))
+    assert row.rstrip(" |").endswith(pending)
+
+
+@pytest.mark.parametrize(("mode", "instances"), [("direct", 1), ("controllers", 0)])
+def test_headroom_places_the_manifests_with_the_mode_it_is_given(tmp_path, mode, instances):
+    """The Deployment's two 1-GPU pods: packed on the emptier node (direct) a 2-GPU probe still fits on the
+    other; spread one per node (controllers), none does."""
+    nodes_opt, nodes, pods_opt, pods, manifests = _files(tmp_path, False)
+    small = [d for d in yaml.safe_load_all(Path(manifests).read_text()) if d["metadata"]["name"] == "small"]
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump_all(small))
+    probe = tmp_path / "probe.yaml"
+    probe.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": NS},
+                                     "spec": pod_spec(container(requests={"cpu": "100m"},
+                                                                limits={"nvidia.com/gpu": "2"}))}))
+    result = run("headroom", "--probe", str(probe), nodes_opt, nodes, pods_opt, pods, str(tmp_path / "small.yaml"),
+                 "--json", "--default-spreading", mode)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["instances"] == instances
