@@ -239,15 +239,11 @@ class Simulation:
                 # the pod waits for the terminating victims of earlier preemptors: their room may hold it
                 kept_for.clear()
                 failed_before.clear()
-                if rules is not None:
-                    more, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run,
-                                                           w.replicas - len(out.nodes))
-                else:
-                    more, failed, start = schedule_replicas(snap, shape, w.replicas - len(out.nodes), start, rng,
-                                                            tie, None, placed, self._spread(index, run))
-                    if snap.pods is not None:
-                        for node in more:
-                            snap.pods.add(node, w.namespace, w.labels)
+                more, failed, start = self._place_waiting(snap, index, w.replicas - len(out.nodes), start, rng, tie,
+                                                          placed, run, pre, rules)
+                if rules is None and snap.pods is not None:
+                    for node in more:
+                        snap.pods.add(node, w.namespace, w.labels)
                 out.nodes = [*out.nodes, *more]
             out.placed = len(out.nodes)
             placed.extend(out.nodes)
@@ -308,19 +304,8 @@ class Simulation:
             run.release(node, index)
             displaced[index] = displaced.get(index, 0) + 1
         hidden.clear()
-        assert self.priorities is not None
         for index, count in displaced.items():
-            shape, out = self.shapes[index], run.outcomes[index]
-            if self.priorities.preempts[index]:
-                start = self._preempting(snap, shape, index, count, start, rng, tie, placed, run, pre)
-            else:
-                got, failed, start = schedule_replicas(snap, shape, count, start, rng, tie, None, placed,
-                                                       self._spread(index, run))
-                for node in got:
-                    self._land(pre, placed, run, index, node)
-                if failed is not None:
-                    out.pending += count - len(got)
-                    out.message, out.blocked = failed.message, failed.blocked
+            start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
         if pre.evictions:
             start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
         return start
@@ -381,9 +366,8 @@ class Simulation:
             if pre.random_pick:
                 run.decisive_ties += 1
             for victim in decision.victims:
-                if not pre.terminate(victim):
+                if not pre.terminate(nominated, victim):
                     continue  # already on its way out for an earlier pod
-                pre.leaving.append((nominated, victim))
                 out.evicted.append((nominated, victim, decision.broken.get(id(victim), "")))
                 if victim.index >= 0:
                     held = run.outcomes[victim.index]
@@ -434,41 +418,47 @@ class Simulation:
                                f"priority, and a bare Pod is not made again")
                 continue
             before = out.pending
-            rules = self.constraints[index] if self._by_rules(snap, index) else None
-            if self.priorities.preempts[index]:
-                start = self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre,
-                                         rules)
-            elif rules is not None:
-                got, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng, run,
-                                                      count)
-                if failed is not None and self._let_go(pre):
-                    more, failed, start = self._one_by_one(snap, self.shapes[index], w, index, rules, start, rng,
-                                                           run, count - len(got))
-                    got = [*got, *more]
-                out.nodes += got
-                out.placed += len(got)
-                placed.extend(got)
-                for node in got:
-                    run.hold(node, index)
-                    self._on_node(pre, node, index, len(placed))
-                if failed is not None:
-                    out.pending += count - len(got)
-                    out.message, out.blocked = failed.message, failed.blocked
-            else:
-                got, failed, start = schedule_replicas(snap, self.shapes[index], count, start, rng, tie, None, placed,
-                                                       self._spread(index, run))
-                if failed is not None and self._let_go(pre):
-                    more, failed, start = schedule_replicas(snap, self.shapes[index], count - len(got), start, rng,
-                                                            tie, None, placed, self._spread(index, run))
-                    got = [*got, *more]
-                for node in got:
-                    self._land(pre, placed, run, index, node)
-                if failed is not None:
-                    out.pending += count - len(got)
-                    out.message, out.blocked = failed.message, failed.blocked
+            start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
             if out.pending > before:
                 out.message = f"preempted by {out.preempted_by}, its new pods find no room: {out.message}"
         return start
+
+    def _again(self, snap: Snapshot, index: int, count: int, start: int, rng, tie, placed: Landed, run: Run,
+               pre: PreemptionState) -> int:
+        """`count` pods of workload `index` scheduled again (made anew after an eviction, or back in the queue
+        after losing their nominated node): they preempt if the workload may, else wait as `_place_waiting`
+        does; those that find no room leave it Pending. Returns the next start."""
+        assert self.priorities is not None
+        rules = self.constraints[index] if self._by_rules(snap, index) else None
+        if self.priorities.preempts[index]:
+            return self._preempting(snap, self.shapes[index], index, count, start, rng, tie, placed, run, pre, rules)
+        got, failed, start = self._place_waiting(snap, index, count, start, rng, tie, placed, run, pre, rules)
+        for node in got:
+            self._land(pre, placed, run, index, node, counted=rules is not None)
+        if failed is not None:
+            out = run.outcomes[index]
+            out.pending += count - len(got)
+            out.message, out.blocked = failed.message, failed.blocked
+        return start
+
+    def _place_waiting(self, snap: Snapshot, index: int, count: int, start: int, rng, tie, placed: Landed, run: Run,
+                       pre: PreemptionState | None,
+                       rules: PodConstraints | None) -> tuple[list[int], Cycle | None, int]:
+        """`count` pods of workload `index` that do not preempt, one cycle each (`rules`: placed against the pods
+        around them): (their nodes, the cycle that found no node or None, the next start). When one finds no room
+        while victims of earlier preemptors terminate, it waits for them (`_let_go`) and tries again on their
+        room."""
+        shape, w = self.shapes[index], self.workloads[index]
+        got: list[int] = []
+        while True:
+            if rules is not None:
+                more, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run, count - len(got))
+            else:
+                more, failed, start = schedule_replicas(snap, shape, count - len(got), start, rng, tie, None, placed,
+                                                        self._spread(index, run))
+            got += more
+            if failed is None or pre is None or not self._let_go(pre):
+                return got, failed, start
 
     def _one_by_one(self, snap: Snapshot, shape: PodShape, w: PodWorkload, index: int, pod: PodConstraints,
                     start: int, rng, run: Run, count: int | None = None) -> tuple[list[int], Cycle | None, int]:

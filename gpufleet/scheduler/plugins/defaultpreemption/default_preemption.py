@@ -80,10 +80,9 @@ class PreemptionState:
 
     def __post_init__(self) -> None:
         self.evicted = [0] * len(self.budgets)
-        self.terminating: set[int] = set()
-        """The victims (by id) deleted but still on their node."""
-        self.leaving: list[tuple[int, Victim]] = []
-        """The terminating victims with their nodes, in the order they were deleted."""
+        self.leaving: dict[int, tuple[int, Victim]] = {}
+        """The victims deleted but still on their node, terminating (by id: their node and the pod), in the order
+        they were deleted."""
         self.nominated: list[tuple[int, int, int]] = []
         """Pods of the check holding their nominated node's room while the victims terminate: (node, workload
         index, placement sequence). They are bound, and may be victims in turn, once the victims are gone."""
@@ -102,34 +101,30 @@ class PreemptionState:
         if any(b.allowed is None for b in self.budgets):
             for pods in self.on_node:
                 for p in pods:
-                    if id(p) not in self.terminating:
+                    if id(p) not in self.leaving:
                         for i in self.covering(p):
                             covered[i].append(p)
         return [b.allowed - self.evicted[i] if b.allowed is not None else _computed(b, covered[i], self.evicted[i])
                 for i, b in enumerate(self.budgets)]
 
-    def terminate(self, victim: Victim) -> bool:
-        """A victim is deleted: the budgets covering it count it gone at once (the disruption controller takes
-        a terminating pod as unhealthy), while it keeps its room until `evict`. False when it was already."""
-        if id(victim) in self.terminating:
+    def terminate(self, node: int, victim: Victim) -> bool:
+        """A victim on `node` is deleted: the budgets covering it count it gone at once (the disruption
+        controller takes a terminating pod as unhealthy), while it keeps its room until `let_go`. False when it
+        was already."""
+        if id(victim) in self.leaving:
             return False
-        self.terminating.add(id(victim))
+        self.leaving[id(victim)] = (node, victim)
         for i in self.covering(victim):
             self.evicted[i] += 1
         return True
 
     def let_go(self) -> bool:
-        """Every terminating victim is gone (`evict`); whether there was any."""
-        leaving, self.leaving = self.leaving, []
-        for node, victim in leaving:
-            self.evict(node, victim)
+        """Every terminating victim is gone, and its room free; whether there was any."""
+        leaving, self.leaving = self.leaving, {}
+        for node, victim in leaving.values():
+            self.on_node[node].remove(victim)
+            take_off(self.snap, node, victim)
         return bool(leaving)
-
-    def evict(self, node: int, victim: Victim) -> None:
-        """A terminating victim is gone: its room is free."""
-        self.terminating.discard(id(victim))
-        self.on_node[node].remove(victim)
-        take_off(self.snap, node, victim)
 
 
 def take_off(snap: Any, node: int, victim: Victim) -> None:
