@@ -207,3 +207,29 @@ def test_verdicts_and_victims_follow_the_real_scheduler_preemption(entry, tmp_pa
                 problems.append(f"run {i}: {k} evicts on {nodes} nodes; the real runs on {low}-{high}")
     assert not problems, "\n".join(problems)
 
+
+
+def test_the_checks_victims_repeat_the_real_runs_as_often_as_the_real_runs_repeat_each_other(tmp_path):
+    # The real runs of one scenario differ among themselves (ties broken by a parallel search, a queue fed by
+    # controllers). On the same footing per run and preemptor: is the check's victim set (workloads and pod
+    # counts; none is a set too) one that another run chose, as often as the run's own set is?
+    missing = preemption_missing()
+    if missing:
+        pytest.skip(missing)
+    if not RECORDED["scenarios"]:
+        pytest.skip(f"no recorded runs at {FIXTURE}")
+    cases = ours_repeat = real_repeat = 0
+    for entry in RECORDED["scenarios"]:
+        runs = entry["runs"]
+        counts = [victims_of(r["preemptions"]) for r in runs]
+        for i, r in enumerate(runs):
+            mine = victims_of(check(entry, r, tmp_path / f"{entry['seed']}-{i}").get("preemptions") or [])
+            others = [c for j, c in enumerate(counts) if j != i]
+            for k in set(mine).union(*counts):
+                cases += 1
+                ours_repeat += mine.get(k, {}) in [c.get(k, {}) for c in others]
+                real_repeat += counts[i].get(k, {}) in [c.get(k, {}) for c in others]
+    assert cases > 100, f"{cases} (run, preemptor) cases: the fixture is too small to compare"
+    assert ours_repeat >= real_repeat, (
+        f"the check's victims are another real run's in {ours_repeat} of {cases} cases, a real run's in "
+        f"{real_repeat}")
