@@ -187,7 +187,7 @@ def read_documents(manifests: list[Path], errors: list[str], require_workloads: 
                    elsewhere: str = ""):
     """The manifests' documents; InputError with `errors` and every problem of the files at once.
     `elsewhere`: where other workloads come from (a stack), so that no workload in the files is no error."""
-    from gpufleet.manifests.documents import document_errors
+    from gpufleet.manifests.documents import document_errors, set_errors
     from gpufleet.manifests.reading import load_documents
     from gpufleet.manifests.workloads import workload_of
 
@@ -195,6 +195,7 @@ def read_documents(manifests: list[Path], errors: list[str], require_workloads: 
     errors += problems
     for doc in docs:
         errors += document_errors(doc)
+    errors += set_errors(docs)
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
     if require_workloads and not elsewhere and not any(workload_of(d.obj) is not None for d in docs):

@@ -86,6 +86,56 @@ def priority_class_errors(obj: dict) -> list[str]:
     return shape.errors
 
 
+#: Kinds that live outside namespaces: one object per kind and name, whatever namespace a manifest writes.
+CLUSTER_SCOPED = frozenset({
+    "APIService", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "Cohort", "CSIDriver",
+    "CustomResourceDefinition", "DeviceClass", "DeviceTaintRule", "IngressClass", "MutatingWebhookConfiguration",
+    "Namespace", "Node", "PersistentVolume", "PriorityClass", "ResourceFlavor", "ResourceSlice", "RuntimeClass",
+    "StorageClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration", "VolumeAttachment"})
+
+
+def object_key(obj: dict) -> tuple[str, str, str, str] | None:
+    """The identity the API server gives an object: (API group, kind, namespace, name); None for an object
+    without a kind and name (a `generateName` makes a new object each time)."""
+    kind, meta, version = obj.get("kind"), obj.get("metadata"), obj.get("apiVersion")
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name")
+    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
+        return None
+    group = version.rpartition("/")[0] if isinstance(version, str) else ""
+    namespace = "" if kind in CLUSTER_SCOPED else (meta.get("namespace") or "default")
+    return group, kind, str(namespace), name
+
+
+def set_errors(docs: list[Document]) -> list[str]:
+    """What the manifests break together, as the API server would refuse it when they are applied: the same
+    object (group, kind, namespace, name) given twice, which a check would count twice while the cluster holds
+    one; a second PriorityClass with `globalDefault: true` (the priority admission plugin refuses it)."""
+    errors: list[str] = []
+    first: dict[tuple[str, str, str, str], Document] = {}
+    default: tuple[Document, str] | None = None
+    for doc in docs:
+        key = object_key(doc.obj)
+        if key is None:
+            continue
+        seen = first.setdefault(key, doc)
+        if seen is not doc:
+            errors.append(f"{doc.file}: {doc.label} ({doc.where}): also in {seen.file} ({seen.where}); a cluster "
+                          "holds one object per kind, namespace and name (kubectl apply keeps the last one given, "
+                          "kubectl create refuses the second): give each object once")
+            continue
+        if key[1] == "PriorityClass" and doc.obj.get("globalDefault") is True:
+            if default is None:
+                default = doc, key[3]
+            else:
+                was, name = default
+                errors.append(f"{doc.file}: {doc.label}: globalDefault: PriorityClass {name} ({was.file}, "
+                              f"{was.where}) is already marked as default; only one default can exist (the "
+                              "priority admission plugin refuses this one)")
+    return errors
+
+
 def _annotations(shape: Shape, value: Any, path: str) -> None:
     before = len(shape.errors)
     shape.strings(value, path)

@@ -133,6 +133,7 @@ def load_documents(paths: Iterable[Path]) -> tuple[list[Document], list[str]]:
     """Every object of the given files and directories, in order, and one line per unusable input."""
     docs: list[Document] = []
     errors: list[str] = []
+    read: set[Path] = set()  # a file given twice (itself and its directory) is read once
     for root in paths:
         try:
             files = manifest_files(Path(root))
@@ -140,6 +141,10 @@ def load_documents(paths: Iterable[Path]) -> tuple[list[Document], list[str]]:
             errors.append(str(e))
             continue
         for path in files:
+            if not is_stdin(path):
+                if path.resolve() in read:
+                    continue
+                read.add(path.resolve())
             parsed, problem = _parse(path)
             if problem:
                 errors.append(problem)

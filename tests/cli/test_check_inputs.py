@@ -156,3 +156,48 @@ def test_a_name_with_a_line_break_stays_on_its_error_line(tmp_path):
     app = write(tmp_path, "app.yaml", 'kind: Pod\nmetadata: {name: "a\\rb"}\nspec: {containers: 5}\n')
     assert lines(run("check", "--nodes", NODES, app)) == [
         f"{app}: Pod/a\\rb: spec.containers: must be a list, not the number 5"]
+
+
+def _deployment(name: str, replicas: int, namespace: str | None = None) -> str:
+    ns = f", namespace: {namespace}" if namespace else ""
+    return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}{ns}}}\nspec:\n  replicas: {replicas}\n"
+            f"  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n"
+            "    spec:\n      containers:\n      - name: c\n        image: registry.example/app:1\n"
+            "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+
+
+def test_an_object_given_twice_is_an_error_naming_both_places_not_counted_twice(tmp_path):
+    # The cluster would hold one Deployment; counting both would report a Pending that never happens.
+    # "default" and no namespace are the same object.
+    app = write(tmp_path, "app.yaml", _deployment("infer", 4) + "---\n" + _deployment("infer", 2, "default"))
+    [line] = lines(run("check", "--nodes", NODES, app))
+    assert line.startswith(f"{app}: Deployment/default/infer (document 2): also in {app} (document 1)")
+    assert "one object per kind, namespace and name" in line and "give each object once" in line
+
+
+def test_the_same_name_in_another_namespace_or_kind_is_another_object(tmp_path):
+    app = write(tmp_path, "app.yaml", _deployment("infer", 1, "a") + "---\n" + _deployment("infer", 1, "b") + "---\n"
+                + _deployment("infer", 1).replace("kind: Deployment", "kind: ReplicaSet"))
+    done = run("check", "--nodes", NODES, app, "--json")
+    assert done.code == 0, done.err
+    assert set(json.loads(done.out)["checked"]) == {
+        "Deployment/a/infer", "Deployment/b/infer", "ReplicaSet/default/infer"}
+
+
+def test_a_file_given_twice_or_with_its_directory_is_read_once(tmp_path):
+    (tmp_path / "apps").mkdir()
+    app = write(tmp_path / "apps", "app.yaml", _deployment("infer", 1))
+    for args in ([app, app], [tmp_path / "apps", app], [app, tmp_path / "apps" / ".." / "apps" / "app.yaml"]):
+        done = run("check", "--nodes", NODES, *args, "--json")
+        assert done.code == 0, done.err
+        assert json.loads(done.out)["checked"] == ["Deployment/default/infer"]
+
+
+def test_a_second_default_priority_class_is_refused_as_admission_refuses_it(tmp_path):
+    classes = write(tmp_path, "classes.yaml", "".join(
+        f"---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {n}}}\nvalue: {v}\n"
+        f"globalDefault: {d}\n" for n, v, d in (("low", 10, "true"), ("mid", 20, "false"), ("high", 30, "true"))))
+    out = lines(run("check", "--nodes", NODES, classes, FITS))
+    assert out == [f"{classes}: PriorityClass/high: globalDefault: PriorityClass low ({classes}, document 1) is "
+                   "already marked as default; only one default can exist (the priority admission plugin refuses "
+                   "this one)"]
