@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SYSTEM_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+from gpufleet.manifests.documents import SYSTEM_PRIORITY_CLASSES as SYSTEM_CLASSES
 
 
 @dataclass(frozen=True)
