@@ -243,8 +243,9 @@ def test_cel_compile_error_names_the_selector(tmp_path):
                                     pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])])
     assert code == 1
     assert messages(result) == {"Pod/ml/trainer": 'running "DynamicResources" filter plugin: claim ml/trainer-gpus-: '
-                                                  'selector #0: CEL compile error: ERROR: <input>:1:15: Syntax '
-                                                  'error: unexpected end of expression'}
+                                                  'selector #0: CEL compile error: compilation failed: ERROR: '
+                                                  '<input>:1:15: Syntax error: unexpected end of expression\n'
+                                                  ' | device.driver ==\n | ..............^'}
 
 
 def test_quantity_and_semver_selectors(tmp_path):

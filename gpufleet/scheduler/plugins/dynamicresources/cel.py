@@ -21,6 +21,8 @@ from celpy.evaluation import CELFunction
 
 from gpufleet.capacity.quantity import parse as parse_quantity
 from gpufleet.errors import InputError
+from gpufleet.scheduler.plugins.dynamicresources.cel_checker import TypeCheckError, check, rewrite
+from gpufleet.scheduler.plugins.dynamicresources.cel_library import LIBRARY
 
 
 class CelError(Exception):
@@ -46,6 +48,11 @@ class Quantity(celtypes.StringType):
     def __hash__(self) -> int:
         return hash(self.value)
 
+    def __lt__(self, other: Any) -> bool:  # no overload of <, +, ...: only its methods compare it
+        raise TypeError("no such overload")
+
+    __le__ = __gt__ = __ge__ = __add__ = __radd__ = __mul__ = __rmul__ = __mod__ = __lt__  # type: ignore[assignment]
+
 
 class Semver(celtypes.StringType):
     """A semantic version (semver 2.0), compared by precedence."""
@@ -69,6 +76,11 @@ class Semver(celtypes.StringType):
 
     def __hash__(self) -> int:
         return hash(str(self.version))
+
+    def __lt__(self, other: Any) -> bool:  # no overload of <, +, ...: only its methods compare it
+        raise TypeError("no such overload")
+
+    __le__ = __gt__ = __ge__ = __add__ = __radd__ = __mul__ = __rmul__ = __mod__ = __lt__  # type: ignore[assignment]
 
 
 def _normalized(text: str) -> str:
@@ -123,7 +135,33 @@ def _as_integer(q: Quantity) -> celtypes.IntType:
     return celtypes.IntType(int(q.value))
 
 
+def _plain(value: Any) -> str:
+    """A string operand of the standard string functions: a Quantity or a Semver is none (cel-go has no such
+    overload), though cel-python keeps them as strings."""
+    if not isinstance(value, celtypes.StringType) or isinstance(value, (Quantity, Semver)):
+        raise TypeError("no such overload")
+    return str(value)
+
+
+def _size(value: Any) -> celtypes.IntType:
+    if isinstance(value, (Quantity, Semver)) or not isinstance(value, (str, bytes, list, dict)):
+        raise TypeError("no such overload")
+    return celtypes.IntType(len(value))
+
+
+def _matches(text: Any, pattern: Any) -> celtypes.BoolType:
+    try:
+        return celtypes.BoolType(re.search(_plain(pattern), _plain(text)) is not None)
+    except re.error as e:
+        raise ValueError(f"error parsing regexp: {e}") from e
+
+
 FUNCTIONS: dict[str, CELFunction] = {
+    **LIBRARY,
+    "startsWith": lambda s, p: celtypes.BoolType(_plain(s).startswith(_plain(p))),
+    "endsWith": lambda s, p: celtypes.BoolType(_plain(s).endswith(_plain(p))),
+    "contains": lambda s, p: celtypes.BoolType(_plain(p) in _plain(s)),
+    "matches": _matches, "size": _size,
     "quantity": _quantity, "isQuantity": lambda t: _is(_quantity, t),
     "semver": _semver, "isSemver": lambda t, n=False: _is(_semver, t, n),
     "compareTo": lambda a, b: celtypes.IntType(_cmp(a, b)),
@@ -155,22 +193,33 @@ class _Domains(celtypes.MapType):
 
 @lru_cache(maxsize=4096)
 def compile_selector(expression: str):
-    """A runnable program for one expression; CelError with the compiler's message when it is not CEL."""
+    """A runnable program for one expression; CelError with the compiler's message (`compilation failed:
+    ERROR: <input>:L:C: ...` and the line with a caret, as cel-go words it) when the scheduler's compiler
+    refuses it: a syntax error, or a type error (cel_checker)."""
     try:
-        return _ENV.program(_ENV.compile(expression), functions=FUNCTIONS)
+        tree = _ENV.compile(expression)
     except Exception as e:  # cel-python raises parse errors of several types
-        raise CelError(_syntax_error(e)) from e
+        raise CelError(f"compilation failed: {_syntax_error(e, expression)}") from e
+    tree = rewrite(tree)
+    try:
+        check(tree, expression)
+    except TypeCheckError as e:
+        raise CelError(f"compilation failed: {e}") from e
+    return _ENV.program(tree, functions=FUNCTIONS)
 
 
-def _syntax_error(e: Exception) -> str:
-    """cel-go's form: `ERROR: <input>:1:17: Syntax error: ...` (where cel-python says where)."""
+def _syntax_error(e: Exception, expression: str) -> str:
+    """cel-go's form: `ERROR: <input>:1:17: Syntax error: ...` and the line with a caret under the spot (where
+    cel-python says where)."""
     line, column = getattr(e, "line", None), getattr(e, "column", None)
-    if line is None or column is None:
+    if not isinstance(line, int) or not isinstance(column, int):
         return " ".join(str(e).split()) or type(e).__name__
     cause = e.__context__
     token = getattr(cause, "token", None) or getattr(cause, "char", None)
     found = f"unexpected {str(token)!r}" if token else "unexpected end of expression"
-    return f"ERROR: <input>:{line}:{column}: Syntax error: {found}"
+    lines = expression.split("\n")
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    return f"ERROR: <input>:{line}:{column}: Syntax error: {found}\n | {source}\n | {'.' * (column - 1)}^"
 
 
 def _value(v: dict, name: str) -> Any:
