@@ -15,6 +15,7 @@ from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.framework.preemption import Budget, Victim
 from gpufleet.scheduler.snapshot import Snapshot
+from gpufleet.scheduling.queue_order import creation_step
 from gpufleet.scheduling.result import Evicted, Preemption
 from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, PriorityInputs
 
@@ -34,7 +35,11 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     if not any(preempts[i] and priority[i] > lowest for i in indices):
         return None
     pods: list[list[Victim]] = [[] for _ in range(snap.n)]
-    for p, level in zip(on_node, levels, strict=True):
+    # Per node in the order the scheduler's node info would hold them: among equal priorities and start
+    # times the pod bound first is the more important, and a pod that a controller made a step later was bound
+    # later (gpufleet.scheduling.queue_order).
+    order = sorted(range(len(on_node)), key=lambda k: creation_step(on_node[k].key.split("/", 1)[0]))
+    for p, level in ((on_node[k], levels[k]) for k in order):
         pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
                                                p.requests, p.non_zero(), p.ports,
                                                group_of(p) if group_of is not None else None))

@@ -2,7 +2,9 @@
 
 This is the contract `gpufleet check` keeps: each workload's pods are created in input order (a
 Deployment's replicas one after another, a Job's `min(parallelism, completions)`), and each is scheduled
-(gpufleet.scheduler.schedule_one) before the next exists, on what the earlier ones left. A run is
+(gpufleet.scheduler.schedule_one) before the next exists, on what the earlier ones left. Where some pod may
+preempt, the truth is a real cluster's, whose controllers make the pods: workloads of one priority that may
+preempt take turns, a bare Pod's and a Job's first (gpufleet.scheduling.queue_order). A run is
 seeded: where scores tie, its random generator picks, as the scheduler's does. gpufleet.scheduling.engine
 runs several and compares them.
 """
@@ -23,6 +25,7 @@ from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption, Pree
 from gpufleet.scheduler.plugins.podtopologyspread.system_default import DefaultSpread, Layout
 from gpufleet.scheduler.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
+from gpufleet.scheduling.queue_order import turns
 
 if TYPE_CHECKING:
     from gpufleet.scheduler.pod_constraints import PodConstraints
@@ -187,15 +190,18 @@ class Simulation:
                 run.decisive_ties += 1
 
         hidden: list[tuple[int, int, int]] = []
-        for index, shape in self.shapes.items():
-            w = self.workloads[index]
+        order = self._turns()
+        for at, (index, count) in enumerate(order):
+            shape, w = self.shapes[index], self.workloads[index]
             if pre is not None and (hidden or pre.nominated):
                 kept_for.clear()  # nominated pods leave or come back: the caches' room changes
                 failed_before.clear()
                 start = self._restore(snap, pre, hidden, run, placed, rng, tie, start)
                 hidden = self._hide(snap, pre, index) if snap.pods is None and not w.spec.get("resourceClaims") \
                     else []
-            out = run.outcomes[index] = Outcome()
+            out = run.outcomes.get(index)
+            if out is None:
+                out = run.outcomes[index] = Outcome()
             if w.spec.get("resourceClaims"):
                 if pre is not None and self._let_go(pre):  # claims are not preempted for: the victims' room is free
                     kept_for.clear()
@@ -209,20 +215,22 @@ class Simulation:
             # the snapshot keeps the placed pods' terms whenever a pod has constraints
             rules = pod if self._by_rules(snap, index) else None
             if pre is not None and self.priorities is not None and self.priorities.preempts[index]:
-                start = self._preempting(snap, shape, index, w.replicas, start, rng, tie, placed, run, pre, rules)
-                if out.evicted:  # evictions gave capacity back: what the caches say no longer holds
+                start = self._preempting(snap, shape, index, count, start, rng, tie, placed, run, pre, rules)
+                if pre.evictions:  # evictions gave capacity back: what the caches say no longer holds
                     kept_for.clear()
                     failed_before.clear()
-                    start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
+                    after = order[at + 1][0] if at + 1 < len(order) else None
+                    start = self._replace_evicted(snap, rng, tie, placed, run, pre, start, after)
                 continue
-            elif rules is not None:
-                out.nodes, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run)
+            got: list[int] = []
+            if rules is not None:
+                got, failed, start = self._one_by_one(snap, shape, w, index, rules, start, rng, run, count)
             elif id(shape) in failed_before:
                 # Capacity only shrinks during a check: a pod that fitted nowhere still fits nowhere (and the
                 # search went through every node, so the start index stays). Only the message may change,
                 # when pods landed on nodes it could use.
-                at, failed = failed_before[id(shape)]
-                if len(placed) > at and shape.eligible[placed.since(at)].any():
+                was, failed = failed_before[id(shape)]
+                if len(placed) > was and shape.eligible[placed.since(was)].any():
                     failed = schedule_one(snap, shape, start, rng)
                     failed_before[id(shape)] = (len(placed), failed)
             else:
@@ -230,36 +238,50 @@ class Simulation:
                 kept_for[id(shape)] = kept  # most recently used last
                 if len(kept_for) > KEPT_SHAPES:
                     del kept_for[next(iter(kept_for))]
-                out.nodes, failed, start = schedule_replicas(snap, shape, w.replicas, start, rng, tie, kept, placed,
-                                                             self._spread(index, run))
+                got, failed, start = schedule_replicas(snap, shape, count, start, rng, tie, kept, placed,
+                                                       self._spread(index, run))
                 if snap.pods is not None:  # others' selectors may count these pods later
-                    for node in out.nodes:
+                    for node in got:
                         snap.pods.add(node, w.namespace, w.labels)
             if failed is not None and pre is not None and self._let_go(pre):
                 # the pod waits for the terminating victims of earlier preemptors: their room may hold it
                 kept_for.clear()
                 failed_before.clear()
-                more, failed, start = self._place_waiting(snap, index, w.replicas - len(out.nodes), start, rng, tie,
+                more, failed, start = self._place_waiting(snap, index, count - len(got), start, rng, tie,
                                                           placed, run, pre, rules)
                 if rules is None and snap.pods is not None:
                     for node in more:
                         snap.pods.add(node, w.namespace, w.labels)
-                out.nodes = [*out.nodes, *more]
-            out.placed = len(out.nodes)
-            placed.extend(out.nodes)
-            for node in out.nodes:
+                got = [*got, *more]
+            out.nodes.extend(got)
+            out.placed += len(got)
+            placed.extend(got)
+            for node in got:
                 run.hold(node, index)
             if pre is not None:
-                for node in out.nodes:
+                for node in got:
                     self._on_node(pre, node, index, len(placed))
             if failed is not None:
                 # Nothing frees capacity during a check: the remaining replicas fail the same way.
-                out.pending, out.message, out.blocked = w.replicas - out.placed, failed.message, failed.blocked
+                out.pending += count - len(got)
+                out.message, out.blocked = failed.message, failed.blocked
                 if pod is None:
                     failed_before[id(shape)] = (len(placed), failed)
         if pre is not None and hidden:
             self._restore(snap, pre, hidden, run, placed, rng, tie, start)
         return run
+
+    def _turns(self) -> list[tuple[int, int]]:
+        """(workload index, pods) in the order the scheduler takes them: manifest order, whole workloads,
+        unless some pod may preempt (gpufleet.scheduling.queue_order)."""
+        indices = list(self.shapes)
+        replicas = {i: self.workloads[i].replicas for i in indices}
+        if self.priorities is None:
+            return [(i, replicas[i]) for i in indices]
+        pr = self.priorities
+        return turns(indices, {i: self.workloads[i].kind for i in indices}, replicas, pr.priority,
+                     lambda i: pr.preempts[i] and not self.workloads[i].spec.get("resourceClaims")
+                     and i not in self.constraints)
 
     def _let_go(self, pre: PreemptionState) -> bool:
         """The terminating victims are gone, and the nominated pods bound where they were nominated (they may be
@@ -402,7 +424,7 @@ class Simulation:
             self._on_node(pre, node, index, len(placed))
 
     def _replace_evicted(self, snap: Snapshot, rng, tie, placed: Landed, run: Run, pre: PreemptionState,
-                         start: int) -> int:
+                         start: int, after: int | None = None) -> int:
         """The evicted pods' controllers make new ones, scheduled after the preemptor's (the scheduler's queue
         pops the highest priority first); a bare Pod is gone for good. New ones may preempt in turn (only
         pods of lower priority still, so this ends)."""
@@ -410,6 +432,8 @@ class Simulation:
         priority = self.priorities.priority
         while pre.evictions:
             index = min(pre.evictions, key=lambda i: (-priority[i], i))
+            if after is not None and priority[index] <= priority[after]:
+                break  # the queue pops the next workload's pods first
             count = pre.evictions.pop(index)
             w, out = self.workloads[index], run.outcomes[index]
             if w.kind == "Pod":

@@ -682,3 +682,59 @@ def test_an_evicted_pod_no_longer_counts_in_a_later_pods_spread():
     assert result.fits, result.unschedulable
     placed = {n: c for k, n, c in result.placements if k == "Deployment/team-b/more"}
     assert placed == {"gpu-1": 1, "cpu-2": 1}
+
+
+# --- the order pods reach the scheduler (gpufleet.scheduling.queue_order) -------------------------------------
+
+
+def job(name: str, namespace: str, pods: int, gpus: int, **spec) -> dict:
+    container = {"name": "c", "image": "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04",
+                 "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"parallelism": pods, "completions": pods, "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [container], "restartPolicy": "Never", **spec}}}}
+
+
+def test_a_jobs_pods_reach_the_scheduler_before_a_deployments_of_equal_priority():
+    # gpu-0 runs a priority-100 pod, gpu-1 a priority-0 one; a serving Deployment and then a serving Job, one
+    # 4-GPU pod each, are applied together. The Job controller makes its pod a step before the Deployment's
+    # ReplicaSet makes its own, so the Job's pod preempts first and takes the cheaper victim (the lowest
+    # priority), as the real control plane does (tests/fixtures/oracle-preemption seeds 6, 25 and 33).
+    pods = [running("train-5f6d-a", "gpu-0", 4, priority=100),
+            running("spare-7a8b-a", "gpu-1", 4, priority=0, owner="spare-7a8b",
+                    labels={"app": "spare", "pod-template-hash": "7a8b"})]
+    result = check_workloads([node("gpu-0", 4), node("gpu-1", 4)], pods, [
+        *CLASSES, deployment("first", "ml", 1, 4, priorityClassName="serving"),
+        job("second", "ml", 1, 4, priorityClassName="serving")])
+    assert result.fits
+    assert {p.workload: [(v.workload, v.node) for v in p.victims] for p in result.preemptions} == {
+        "Job/ml/second": [("Deployment/team-b/spare", "gpu-1")],
+        "Deployment/ml/first": [("Deployment/team-b/train", "gpu-0")]}
+
+
+def test_workloads_of_equal_priority_made_together_take_turns_so_a_whole_node_pod_still_fits():
+    # Two 8-GPU nodes each run two 4-GPU batch pods. A serving Deployment of two 4-GPU pods and one of a single
+    # 8-GPU pod come together: their ReplicaSets make the pods at once, and the queue takes them in turn. The
+    # 8-GPU pod preempts a whole node while the other node holds the first 4-GPU pod, so every pod runs in
+    # every run (one after the other, the two 4-GPU pods could take one node each and leave it Pending).
+    pods = [running(f"train-5f6d-{k}", f"gpu-{k % 2}", 4, priority=100) for k in range(4)]
+    result = check_workloads([node("gpu-0", 8), node("gpu-1", 8)], pods, [
+        *CLASSES, deployment("pair", "ml", 2, 4, priorityClassName="serving"),
+        deployment("whole", "ml", 1, 8, priorityClassName="serving")])
+    assert result.fits and not result.warnings
+    nodes = {k: n for k, n, _ in result.placements}
+    assert nodes["Deployment/ml/whole"] != nodes["Deployment/ml/pair"]
+
+
+def test_among_running_pods_tied_on_priority_and_start_the_one_a_controller_made_later_is_evicted():
+    # One 2-GPU node runs a Deployment's pod and a bare Pod, of one priority and start time, the Deployment's
+    # listed first. The bare Pod was bound first (a Deployment's pod is made two controller steps later), so it
+    # is the more important and is reprieved; the Deployment's pod is the victim (seed 28 of the recorded runs).
+    bare = running("tool", "gpu-0", 1, priority=100)
+    del bare["metadata"]["ownerReferences"]
+    pods = [running("train-5f6d-a", "gpu-0", 1, priority=100), bare]
+    result = check_workloads([node("gpu-0", 2)], pods,
+                             [*CLASSES, deployment("infer", "ml", 1, 1, priorityClassName="serving")])
+    assert result.fits
+    assert [v.workload for v in result.preemptions[0].victims] == ["Deployment/team-b/train"]

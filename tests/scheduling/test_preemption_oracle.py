@@ -40,6 +40,7 @@ RECORDED = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"scenarios"
 #: with the controllers recreating victims (which then preempt lower-priority pods themselves) in between.
 KNOWN_VERDICTS: dict[int, str] = {
     14: "run 0: Deployment/ml/infer-1 runs, the real scheduler: [pending]",
+    19: "run 0: Deployment/ml/polite runs, the real scheduler: ['pending']",
 }
 #: The same, for verdicts and victims together. Most are ties the real scheduler broke another way (nodes
 #: equal on every criterion of pickOneNodeForPreemption, start times being whole seconds; a later pod of the
@@ -52,6 +53,8 @@ KNOWN: dict[int, str] = {
     3: "run 3: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-1: 1, Pod/batch/pod-6: 1, "
        "Deployment/batch/deployment-5: 1}; the real runs: [{Deployment/batch/deployment-4: 1, "
        "Pod/batch/pod-...",
+    4: "run 0: Job/ml/infer-2 evicts {'Deployment/batch/deployment-6': 1, 'Job/batch/job-1': 1, 'Job/batch/job-4': "
+       "1}; the real runs: [{}, {}, {}, {'Deployment/batch/deployment-6': 1, 'Job/batch/job-3': 1, ...",
     5: "run 0: Job/ml/infer-1 evicts {Deployment/batch/deployment-4: 1, Deployment/batch/deployment-5: 1, "
        "Pod/batch/pod-3: 1, Deployment/batch/deployment-8: 1}; the real runs: [{Deployment/batch/depl...",
     6: "run 0: Job/ml/infer-1 evicts {Pod/batch/pod-3: 1}; the real runs: [{Deployment/batch/deployment-2: "
