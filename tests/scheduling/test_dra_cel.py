@@ -191,3 +191,18 @@ def test_any_well_formed_selector_is_a_bool_or_a_cel_error(expression):
         assert run(expression) in (True, False)
     except CelError as e:
         assert str(e)
+
+
+@pytest.mark.parametrize("expression", ["(" * 400 + "true" + ")" * 400, "[" * 5000, "!" * 3000 + "true",
+                                        "-" * 3000 + "1 == 1", "(" * 240 + "true" + ")" * 240])
+def test_a_deeply_nested_selector_is_a_cel_error_never_a_crash(expression):
+    try:
+        assert run(expression) is True
+    except CelError as e:
+        assert str(e)
+
+
+def test_nesting_beyond_the_parsers_limit_is_its_error():
+    with pytest.raises(CelError, match=r"^compilation failed: ERROR: <input>:1:1: expression recursion limit "
+                                       r"exceeded: 250$"):
+        compile_selector("(" * 251 + "true" + ")" * 251)

@@ -196,16 +196,43 @@ def compile_selector(expression: str):
     """A runnable program for one expression; CelError with the compiler's message (`compilation failed:
     ERROR: <input>:L:C: ...` and the line with a caret, as cel-go words it) when the scheduler's compiler
     refuses it: a syntax error, or a type error (cel_checker)."""
+    if _nesting(expression) > MAX_NESTING:
+        raise CelError(f"compilation failed: ERROR: <input>:1:1: expression recursion limit exceeded: {MAX_NESTING}")
     try:
         tree = _ENV.compile(expression)
     except Exception as e:  # cel-python raises parse errors of several types
         raise CelError(f"compilation failed: {_syntax_error(e, expression)}") from e
-    tree = rewrite(tree)
     try:
+        tree = rewrite(tree)
         check(tree, expression)
+        return _ENV.program(tree, functions=FUNCTIONS)
     except TypeCheckError as e:
         raise CelError(f"compilation failed: {e}") from e
-    return _ENV.program(tree, functions=FUNCTIONS)
+    except RecursionError as e:  # nested deeper than Python's stack, short of cel-go's limit
+        raise CelError("compilation failed: expression nested too deeply for gpufleet to evaluate") from e
+
+
+#: cel-go's parser refuses an expression nested deeper than this (parser.MaxRecursionDepth's default).
+MAX_NESTING = 250
+
+
+def _nesting(expression: str) -> int:
+    """How deeply brackets nest in the expression, outside string literals."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for ch in expression:
+        if quote:
+            escaped, quote = (not escaped and ch == "\\"), ("" if ch == quote and not escaped else quote)
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _syntax_error(e: Exception, expression: str) -> str:
