@@ -119,6 +119,8 @@ def _pods_by_workload(api: Api, workloads: dict[str, dict]) -> dict[str, list[di
 def _decided(pod: dict) -> bool:
     if pod["spec"].get("nodeName"):
         return True
+    if (pod.get("status") or {}).get("nominatedNodeName"):
+        return False  # it preempted and waits for its victims to go: the scheduler has not placed it yet
     return any(c["type"] == "PodScheduled" and c["status"] == "False"
                for c in pod.get("status", {}).get("conditions") or ())
 
