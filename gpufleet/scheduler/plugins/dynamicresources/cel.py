@@ -135,33 +135,8 @@ def _as_integer(q: Quantity) -> celtypes.IntType:
     return celtypes.IntType(int(q.value))
 
 
-def _plain(value: Any) -> str:
-    """A string operand of the standard string functions: a Quantity or a Semver is none (cel-go has no such
-    overload), though cel-python keeps them as strings."""
-    if not isinstance(value, celtypes.StringType) or isinstance(value, (Quantity, Semver)):
-        raise TypeError("no such overload")
-    return str(value)
-
-
-def _size(value: Any) -> celtypes.IntType:
-    if isinstance(value, (Quantity, Semver)) or not isinstance(value, (str, bytes, list, dict)):
-        raise TypeError("no such overload")
-    return celtypes.IntType(len(value))
-
-
-def _matches(text: Any, pattern: Any) -> celtypes.BoolType:
-    try:
-        return celtypes.BoolType(re.search(_plain(pattern), _plain(text)) is not None)
-    except re.error as e:
-        raise ValueError(f"error parsing regexp: {e}") from e
-
-
 FUNCTIONS: dict[str, CELFunction] = {
     **LIBRARY,
-    "startsWith": lambda s, p: celtypes.BoolType(_plain(s).startswith(_plain(p))),
-    "endsWith": lambda s, p: celtypes.BoolType(_plain(s).endswith(_plain(p))),
-    "contains": lambda s, p: celtypes.BoolType(_plain(p) in _plain(s)),
-    "matches": _matches, "size": _size,
     "quantity": _quantity, "isQuantity": lambda t: _is(_quantity, t),
     "semver": _semver, "isSemver": lambda t, n=False: _is(_semver, t, n),
     "compareTo": lambda a, b: celtypes.IntType(_cmp(a, b)),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import lark
 
-from gpufleet.scheduler.plugins.dynamicresources.cel_library import LIBRARY, NAMESPACES, NOT_EMULATED
+from gpufleet.scheduler.plugins.dynamicresources.cel_library import NAMESPACES, NOT_EMULATED
 
 QUANTITY, SEMVER, DYN = "kubernetes.Quantity", "kubernetes.Semver", "dyn"
 _TYPED = (QUANTITY, SEMVER)
@@ -252,7 +252,7 @@ class _Checker:
             return "bool"
         if function == "dyn":
             return DYN
-        if any(a in _TYPED for a in args) and function not in ("type",) and function not in LIBRARY:
+        if any(a in _TYPED for a in args) and function != "type":
             self.fail(self.call_offset(name), f"found no matching overload for '{function}' applied to "
                       f"'({', '.join(map(_shown, args))})'")
         return "int" if function == "size" else DYN

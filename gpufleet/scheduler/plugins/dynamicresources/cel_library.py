@@ -236,7 +236,21 @@ def _sort(items: Any) -> celtypes.ListType:
     return celtypes.ListType(sorted(_comparable(items)))
 
 
+def _size(value: Any) -> celtypes.IntType:
+    if isinstance(value, celtypes.StringType):
+        return celtypes.IntType(len(_text(value)))
+    if not isinstance(value, (bytes, list, dict)):
+        raise TypeError("no such overload")
+    return celtypes.IntType(len(value))
+
+
 LIBRARY: dict[str, Any] = {
+    # the standard string functions and size(), over plain strings only: cel-python keeps a Quantity and a
+    # Semver as strings, cel-go has no such overload for them
+    "startsWith": lambda s, p: celtypes.BoolType(_text(s).startswith(_text(p))),
+    "endsWith": lambda s, p: celtypes.BoolType(_text(s).endswith(_text(p))),
+    "contains": lambda s, p: celtypes.BoolType(_text(p) in _text(s)),
+    "matches": lambda s, p: celtypes.BoolType(_regex(p).search(_text(s)) is not None), "size": _size,
     "charAt": _char_at, "indexOf": _index_of, "lastIndexOf": _last_index_of,
     "lowerAscii": lambda s: _ascii(s, upper=False), "upperAscii": lambda s: _ascii(s, upper=True),
     "replace": _replace, "split": _split, "substring": _substring,
