@@ -22,6 +22,7 @@ from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.filters import has_pod_rules
 from gpufleet.scheduler.framework.preemption import Victim
 from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption, PreemptionState, Preemptor
+from gpufleet.scheduler.plugins.defaultpreemption.default_preemption import put_back, take_off
 from gpufleet.scheduler.plugins.podtopologyspread.system_default import DefaultSpread, Layout
 from gpufleet.scheduler.schedule_one import Cycle, Kept, Landed, schedule_one, schedule_replicas
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
@@ -309,13 +310,14 @@ class Simulation:
 
     def _restore(self, snap: Snapshot, pre: PreemptionState, hidden: list[tuple[int, int, int]], run: Run,
                  placed: Landed, rng, tie, start: int) -> int:
-        """The nominated pods `_hide` took off come back to their nodes where they still fit; where a pod of
-        higher priority took the room, the nominated one goes back to the queue and is scheduled again (it may
-        preempt again). Returns the next start."""
+        """The nominated pods `_hide` took off come back to their nodes where they still fit once the pods
+        terminating there are gone (the room they were nominated to is their victims', which is not free yet);
+        where a pod of higher priority took the room, the nominated one goes back to the queue and is scheduled
+        again (it may preempt again). Returns the next start."""
         displaced: dict[int, int] = {}
         for node, index, seq in hidden:
             shape = self.shapes[index]
-            if shape.fits_one(snap, node):
+            if self._fits_once_gone(snap, pre, shape, node):
                 snap.place(node, shape.requests, shape.nonzero, shape.ports)
                 pre.nominated.append((node, index, seq))
                 continue
@@ -331,6 +333,19 @@ class Simulation:
         if pre.evictions:
             start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
         return start
+
+    @staticmethod
+    def _fits_once_gone(snap: Snapshot, pre: PreemptionState, shape: PodShape, node: int) -> bool:
+        """Whether a pod of `shape` fits `node` once the pods terminating there are gone (the snapshot is left
+        as it was)."""
+        leaving = [v for n, v in pre.leaving.values() if n == node]
+        for v in leaving:
+            take_off(snap, node, v)
+        try:
+            return shape.fits_one(snap, node)
+        finally:
+            for v in leaving:
+                put_back(snap, node, v)
 
     def _by_rules(self, snap: Snapshot, index: int) -> bool:
         """Whether workload `index`'s pods are placed against others: its own topology spread or pod

@@ -531,6 +531,29 @@ def test_a_higher_workload_takes_the_room_a_lower_one_was_nominated_to_instead_o
     assert lines["Deployment/ml/top"].startswith("fits by preemption: Deployment/ml/top runs by evicting no pod")
 
 
+def test_a_nominated_pod_keeps_its_node_when_a_higher_one_lands_elsewhere_and_evicts_no_second_pod():
+    # gpu-0 and gpu-1 (pool a) each run a priority-0 pod; gpu-2 (pool b) is free. `mid` (500, pool a only)
+    # evicts one of them and is nominated there. `top` (1000), made together, does not see the lower nominated
+    # pod, finds its node still full (the victim terminating) and runs on gpu-2 without preempting. Nothing
+    # took `mid`'s room: it stays nominated and binds there once its victim is gone, having evicted one pod
+    # whichever way the tie between gpu-0 and gpu-1 broke (tests/fixtures/oracle-preemption/more-seeds.json
+    # seed 33: the real runs' late low-priority Deployment evicts one pod, not one per later serving pod).
+    nodes = [node("gpu-0", 1, labels={"pool": "a"}), node("gpu-1", 1, labels={"pool": "a"}),
+             node("gpu-2", 1, labels={"pool": "b"})]
+    pods = [running(f"spare-7a8b-{k}", f"gpu-{k}", 1, priority=0, owner="spare-7a8b",
+                    labels={"app": "spare", "pod-template-hash": "7a8b"}) for k in range(2)]
+    result = check_workloads(nodes, pods, [
+        *CLASSES, priority_class("mid", 500),
+        deployment("mid", "ml", 1, 1, priorityClassName="mid", nodeSelector={"pool": "a"}),
+        deployment("top", "ml", 1, 1, priorityClassName="serving")])
+    assert result.fits and not result.unschedulable
+    [p] = result.preemptions
+    assert p.workload == "Deployment/ml/mid" and p.pods == 1
+    assert [(v.workload, v.pods) for v in p.victims] == [("Deployment/team-b/spare", 1)]
+    assert p.runs > 1 and p.same == p.runs  # every tie-break evicts one pod, none a second
+    assert ("Deployment/ml/top", "gpu-2", 1) in result.placements
+
+
 # --- victims where nodes tie -----------------------------------------------------------------------------------
 
 
