@@ -554,6 +554,32 @@ def test_a_nominated_pod_keeps_its_node_when_a_higher_one_lands_elsewhere_and_ev
     assert ("Deployment/ml/top", "gpu-2", 1) in result.placements
 
 
+def test_a_workload_pending_for_room_runs_on_what_a_later_preemptors_victims_leave():
+    # gpu-0 runs one 8-GPU batch pod. `low` (the batch priority, so it evicts nothing) finds no room and
+    # pends; `top` (1000) evicts the batch pod and takes 4 of its 8 GPUs. The victim's deletion brings the
+    # Pending pod back to the scheduler's queue, as it brings back every pod waiting for room, and it runs on
+    # the 4 left (tests/fixtures/oracle-preemption/held-out.json seed 86: the late low-priority Deployment ran
+    # in every real run).
+    pods = [running("train-5f6d-a", "gpu-0", 8, priority=100)]
+    result = check_workloads([node("gpu-0", 8)], pods, [
+        *CLASSES, deployment("low", "ml", 1, 1, priorityClassName="batch"),
+        deployment("top", "ml", 1, 4, priorityClassName="serving")])
+    assert result.fits and not result.unschedulable and not result.warnings
+    assert {(k, n) for k, n, _ in result.placements} == {("Deployment/ml/low", "gpu-0"),
+                                                          ("Deployment/ml/top", "gpu-0")}
+    assert [(p.workload, [(v.workload, v.pods) for v in p.victims]) for p in result.preemptions] == [
+        ("Deployment/ml/top", [("Deployment/team-b/train", 1)])]
+
+
+def test_a_workload_pending_for_room_stays_pending_when_the_victims_leave_too_little():
+    # As above, but `low` asks for 5 GPUs: the 4 left do not hold it, and it stays Pending.
+    pods = [running("train-5f6d-a", "gpu-0", 8, priority=100)]
+    result = check_workloads([node("gpu-0", 8)], pods, [
+        *CLASSES, deployment("low", "ml", 1, 5, priorityClassName="batch"),
+        deployment("top", "ml", 1, 4, priorityClassName="serving")])
+    assert [(u.workload, u.pending) for u in result.unschedulable] == [("Deployment/ml/low", 1)]
+
+
 # --- victims where nodes tie -----------------------------------------------------------------------------------
 
 
