@@ -28,14 +28,16 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev
 
-# The `gpufleet report` tests open the page in Debian's headless Chromium (driven by selenium).
+# The `gpufleet report` tests open the page in Debian's headless Chromium (driven by selenium). apt waits up to
+# ten minutes for another apt (a second checkout's setup, unattended upgrades) to let go of its lock.
 setup-browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
 	  :; \
 	elif command -v google-chrome >/dev/null 2>&1 && [ -x "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver" ]; then \
 	  :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive \
+	    apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium chromium-driver; \
 	else \
 	  echo "The report tests need headless Chromium: as root, run apt-get install -y chromium chromium-driver"; \
 	fi
