@@ -173,10 +173,6 @@ class Simulation:
         self.constraints = constraints or {}
         self.priorities = priorities
         self.spreads = spreads or {}
-        self.waiting: dict[int, int] = {}
-        """Per workload, its pods Pending for room in this run, waiting in the scheduler's unschedulable queue."""
-        self.retry: dict[int, int] = {}
-        """Per workload, its waiting pods a victim's deletion brought back to the queue, not scheduled yet."""
 
     def run(self, seed: int) -> Run:
         rng = random.Random(seed)
@@ -195,7 +191,6 @@ class Simulation:
                 run.decisive_ties += 1
 
         hidden: list[tuple[int, int, int]] = []
-        self.waiting, self.retry = {}, {}  # this run's
         order = self._turns()
         for at, (index, count) in enumerate(order):
             shape, w = self.shapes[index], self.workloads[index]
@@ -274,8 +269,8 @@ class Simulation:
                 if pod is None:
                     failed_before[id(shape)] = (len(placed), failed)
                 if pre is not None:
-                    self._wait(index, count - len(got))
-            if pre is not None and self.retry:
+                    self._wait(pre, index, count - len(got))
+            if pre is not None and pre.retry:
                 kept_for.clear()
                 failed_before.clear()
                 after = order[at + 1][0] if at + 1 < len(order) else None
@@ -283,17 +278,16 @@ class Simulation:
         if pre is not None and hidden:
             start = self._restore(snap, pre, hidden, run, placed, rng, tie, start)
         # In the end every victim is gone: the pods waiting for room try again on what they left.
-        while pre is not None and (self._let_go(pre) or self.retry or pre.evictions):
+        while pre is not None and (self._let_go(pre) or pre.retry or pre.evictions):
             start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
         return run
 
-    def _wait(self, index: int, count: int) -> None:
-        """`count` pods of workload `index` found no room (and, if they may, nothing to preempt): they wait in the
-        scheduler's unschedulable queue until a pod's deletion brings them back (`_let_go`; upstream moves the
-        pods a deleted pod may help back to the active queue). Pods with claims are left out: their victims'
-        devices are not freed in a check."""
+    def _wait(self, pre: PreemptionState, index: int, count: int) -> None:
+        """`count` pods of workload `index` found no room (and, if they may, nothing to preempt): they wait until
+        a victim's deletion brings them back (`PreemptionState.let_go`). Pods with claims are left out: their
+        victims' devices are not freed in a check."""
         if count > 0 and not self.workloads[index].spec.get("resourceClaims"):
-            self.waiting[index] = self.waiting.get(index, 0) + count
+            pre.waiting[index] = pre.waiting.get(index, 0) + count
 
     def _turns(self) -> list[tuple[int, int]]:
         """(workload index, pods) in the order the scheduler takes them: manifest order, whole workloads,
@@ -309,13 +303,10 @@ class Simulation:
 
     def _let_go(self, pre: PreemptionState) -> bool:
         """The terminating victims are gone, the nominated pods bound where they were nominated (they may be
-        victims from now on), and the pods waiting for room back in the queue (`retry`); whether any victim
+        victims from now on), and the pods waiting for room back in the queue (`pre.retry`); whether any victim
         was left."""
         if not pre.let_go():
             return False
-        for index, count in self.waiting.items():  # the deletions bring the pods waiting for room back
-            self.retry[index] = self.retry.get(index, 0) + count
-        self.waiting = {}
         for node, index, seq in pre.nominated:
             self._on_node(pre, node, index, seq)
         pre.nominated = []
@@ -426,7 +417,7 @@ class Simulation:
                     continue
                 out.pending += left
                 out.message, out.blocked = failed.message, failed.blocked
-                self._wait(index, left)
+                self._wait(pre, index, left)
                 break
             if pre.random_pick:
                 run.decisive_ties += 1
@@ -471,18 +462,18 @@ class Simulation:
         """The evicted pods' controllers make new ones, scheduled after the preemptor's (the scheduler's queue
         pops the highest priority first); a bare Pod is gone for good. New ones may preempt in turn (only
         pods of lower priority still, so this ends). The pods waiting for room that a deletion brought back
-        (`retry`) are taken in the same queue: by priority, the new pods first among equals. `after`: the
+        (`pre.retry`) are taken in the same queue: by priority, the new pods first among equals. `after`: the
         workload whose turn is next; pods of no higher priority wait for it."""
         assert self.priorities is not None
         priority = self.priorities.priority
-        while pre.evictions or self.retry:
-            queued = [(i, 0) for i in pre.evictions] + [(i, 1) for i in self.retry]
+        while pre.evictions or pre.retry:
+            queued = [(i, 0) for i in pre.evictions] + [(i, 1) for i in pre.retry]
             index, again = min(queued, key=lambda e: (-priority[e[0]], e[1], e[0]))
             if after is not None and priority[index] <= priority[after]:
                 break  # the queue pops the next workload's pods first
             w, out = self.workloads[index], run.outcomes[index]
             if again:  # pods that were Pending, back in the queue: they preempt or wait as before
-                count = self.retry.pop(index)
+                count = pre.retry.pop(index)
                 out.pending -= count
                 start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
                 continue
@@ -514,7 +505,7 @@ class Simulation:
             out = run.outcomes[index]
             out.pending += count - len(got)
             out.message, out.blocked = failed.message, failed.blocked
-            self._wait(index, count - len(got))
+            self._wait(pre, index, count - len(got))
         return start
 
     def _place_waiting(self, snap: Snapshot, index: int, count: int, start: int, rng, tie, placed: Landed, run: Run,

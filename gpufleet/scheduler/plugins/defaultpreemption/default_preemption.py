@@ -77,6 +77,11 @@ class PreemptionState:
     """Whether the last decision rested on the run's random draws (the offset or a full tie)."""
     evictions: dict[int, int] = field(default_factory=dict)
     """Per workload of the check: its pods evicted and not made again yet (their controller remakes them)."""
+    waiting: dict[int, int] = field(default_factory=dict)
+    """Per workload of the check: its pods Pending for room, in the scheduler's unschedulable queue."""
+    retry: dict[int, int] = field(default_factory=dict)
+    """Per workload of the check: its waiting pods a victim's deletion brought back to the queue (`let_go`),
+    not scheduled yet."""
 
     def __post_init__(self) -> None:
         self.evicted = [0] * len(self.budgets)
@@ -119,11 +124,16 @@ class PreemptionState:
         return True
 
     def let_go(self) -> bool:
-        """Every terminating victim is gone, and its room free; whether there was any."""
+        """Every terminating victim is gone, its room free, and the pods waiting for room back in the queue
+        (upstream moves the pods a deleted pod may help back to the active queue); whether any victim was left."""
         leaving, self.leaving = self.leaving, {}
         for node, victim in leaving.values():
             self.on_node[node].remove(victim)
             take_off(self.snap, node, victim)
+        if leaving:
+            for index, count in self.waiting.items():
+                self.retry[index] = self.retry.get(index, 0) + count
+            self.waiting = {}
         return bool(leaving)
 
 
