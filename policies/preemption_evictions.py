@@ -55,10 +55,23 @@ def validate(args: StackValidationArgs, report_violation) -> None:
     manifests = manifests_to_check(capacity, cfg, beside, [m for _, m, _ in workloads])
     result = check_fit(capacity, manifests, extended_resource_toleration(config, cfg))
     urns = {key: urn for key, _, urn in workloads}
+    cause = {p.workload: p.remade_after for p in result.preemptions if p.remade_after}
     for p in result.preemptions:
         own = namespace_of(p.workload)
         foreign = [v for v in p.victims if namespace_of(v.workload) != own]
         if not foreign:
+            continue
+        if p.remade_after:  # a running workload's new pods, made after the plan's evicted its own
+            root, seen = p.remade_after, {p.workload}
+            while root in cause and root not in seen:
+                seen.add(root)
+                root = cause[root]
+            report_violation(
+                f"{p.remade_after} evicts pods of running {p.workload}; its controller makes new ones, and they "
+                "evict pods of another namespace in turn: " + ", ".join(v.words() for v in foreign)
+                + f". Expected evictions within namespace {own}; to stop this, give {root} a PriorityClass no "
+                "higher than the pods it evicts or preemptionPolicy: Never, or make room for it.",
+                urns.get(root))
             continue
         report_violation(
             f"{p.workload} runs only by evicting pods of another namespace: "

@@ -87,7 +87,7 @@ def _bound_pod(obj: dict) -> BoundPod | None:
     return BoundPod(namespace, meta.get("name", ""), node, requests, non_zero(spec, requests),
                     labels, host_ports(spec), pod_affinity_of(spec), priority,
                     class_name if isinstance(class_name, str) else "", owner_key(meta, namespace, dict(labels)),
-                    start if isinstance(start, str) else "")
+                    start if isinstance(start, str) else "", spec)
 
 
 #: Owner kinds whose pods are named by their own workload key.

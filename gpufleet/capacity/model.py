@@ -119,6 +119,8 @@ class BoundPod:
     """The workload that owns it (`Deployment/ns/name`, `Job/...`, `StatefulSet/...`); empty: the pod itself."""
     start: str = ""
     """status.startTime (RFC 3339); empty: not started (preemption counts it as started now)."""
+    spec: dict | None = field(default=None, compare=False, repr=False)
+    """Its spec as read: what its controller makes a new pod from when preemption evicts it."""
 
     @property
     def key(self) -> str:

@@ -379,9 +379,13 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     if running or RUNNING in dra:
         running_index = len(views)
         staying = _not_evicted(running, result.preemptions)
-        views.append(WorkloadView(RUNNING, running_index, len(staying), len(staying), (), verdict="running"))
-        for pod in staying:
-            per_node.setdefault(pod.node, []).append((running_index, gpu_request(pod.requests)))
+        # evicted pods that their controllers made again, where the check placed the new ones
+        remade = [(pod, node_name) for key, node_name, n in result.remade_placements
+                  for pod in [next((p for p in running if p.key == key), None)] * n if pod is not None]
+        count = len(staying) + len(remade)
+        views.append(WorkloadView(RUNNING, running_index, count, count, (), verdict="running"))
+        for pod, node_name in [*((p, p.node) for p in staying), *remade]:
+            per_node.setdefault(node_name, []).append((running_index, gpu_request(pod.requests)))
     for view in views[:running_index]:
         for node_name, n in placed.get(view.key, []):
             per_node.setdefault(node_name, []).extend([(view.index, view.gpu_request)] * n)

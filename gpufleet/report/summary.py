@@ -65,10 +65,12 @@ def summary_markdown(report: FleetReport) -> str:
                                          "scale-up:**", ""]
         lines += [f"- `{_cell(view.key)}` {view.placed} of {view.wanted} pod(s) placed now, {view.added} more after "
                   "scale-up" for view in report.after_scale_up]
+    direct = [p for p in report.preemptions if not p.remade_after]
     if report.preemptions:
-        lines += ["", f"**{len(report.preemptions)} workload(s) evict lower-priority pods to run:**", ""]
-        lines += [f"- `{_cell(p.workload)}` evicts " + ("; ".join(_cell(v.words()) for v in p.victims)
-                                                        or _cell(p.evicting()))
+        lines += ["", f"**{len(direct)} workload(s) evict lower-priority pods to run:**", ""]
+        lines += [f"- `{_cell(p.workload)}`" + (f"'s new pods (`{_cell(p.remade_after)}` evicted its own) evict "
+                                                 if p.remade_after else " evicts ")
+                  + ("; ".join(_cell(v.words()) for v in p.victims) or _cell(p.evicting()))
                   + ("" if p.pods else " (in vain: a workload of higher priority takes the room)")
                   for p in report.preemptions]
     short = [w for w in report.workloads if w.expected_mib is not None and w.budget_mib is not None

@@ -88,9 +88,16 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         # API admission first (LimitRange, Priority, ResourceQuota, Kueue): the scheduler only sees what it admits
         admission = admit(workloads_of(manifests), list(flatten(manifests)))
         workloads = admission.workloads
-        check = _Check(_nodes(nodes), _pods(running_pods), workloads, extended_resource_toleration)
+        pods = _pods(running_pods)
+        objects = list(flatten(manifests)) if preemption else []
+        remade: tuple[list[PodWorkload], dict[int, int]] = ([], {})
+        if objects:
+            from gpufleet.scheduling.preempting import remade_pods
+
+            remade = remade_pods(objects, workloads, pods)
+        check = _Check(_nodes(nodes), pods, workloads, extended_resource_toleration, remade)
         check.admission = admission
-        check.objects = list(flatten(manifests)) if preemption else []
+        check.objects = objects
         check.namespaces = [o for o in flatten(manifests) if o.get("kind") == "Namespace"]
         if default_spreading not in SPREADING:
             raise ValueError(f"default_spreading must be one of {', '.join(SPREADING)}, not {default_spreading!r}")
@@ -118,12 +125,16 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
 
 
 class _Check:
-    def __init__(self, node_list: list[Node], pods: list[BoundPod], workloads: list[PodWorkload], ert: bool):
+    def __init__(self, node_list: list[Node], pods: list[BoundPod], workloads: list[PodWorkload], ert: bool,
+                 remade: tuple[list[PodWorkload], dict[int, int]] = ([], {})):
+        """`remade`: the new pods running pods' controllers make when preemption evicts them, and per running pod
+        (by `id`) its own (gpufleet.scheduling.preempting.remade_pods)."""
         ordered = [node_list[i] for i in tree_order(node_list)]
         self.snapshot = Snapshot(ordered, pods)
         self.nodes, self.running, self.workloads, self.ert = ordered, pods, workloads, ert
+        self.remade, self.remade_of = remade
         self.framework = default_framework()  # every pod has the default scheduler's profile
-        self.classes = NodeClasses(ordered, (w.spec for w in workloads), self.framework)
+        self.classes = NodeClasses(ordered, (w.spec for w in (*workloads, *self.remade)), self.framework)
         self.class_of = np.array(self.classes.of, dtype=np.int64)
         self.images = ImageStates(ordered)
         self.result = CheckResult()
@@ -159,15 +170,21 @@ class _Check:
         kind_of = self.class_of * (len(self.images.sets) or 1) + (self.images.group_of if self.images.sets else 0)
         constraints = self._pod_constraints(shapes)
         priorities = None
+        remade: dict[int, PodShape] = {}
         if self.objects:
             from gpufleet.scheduling.preempting import check_priorities
 
             groups = self._terms_groups
-            priorities = check_priorities(self.objects, self.workloads, list(shapes), self.running, self.snapshot,
-                                          lambda p: groups.get((p.namespace, repr(p.pod_affinity)))
-                                          if p.pod_affinity else None)
-        simulation = Simulation(self.snapshot, self.workloads, shapes, kind_of, self.dra_base, constraints,
-                                priorities, self._default_spreads(shapes))
+            first = len(self.workloads)
+            priorities = check_priorities(self.objects, [*self.workloads, *self.remade], list(shapes), self.running,
+                                          self.snapshot, lambda p: groups.get((p.namespace, repr(p.pod_affinity)))
+                                          if p.pod_affinity else None,
+                                          {pod: first + k for pod, k in self.remade_of.items()})
+            if priorities is not None:
+                remade = {first + k: self._shape(w) for k, w in enumerate(self.remade)}
+        self.workloads_and_remade = [*self.workloads, *self.remade]
+        simulation = Simulation(self.snapshot, self.workloads_and_remade, shapes, kind_of, self.dra_base,
+                                constraints, priorities, self._default_spreads(shapes), remade)
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]
@@ -196,10 +213,43 @@ class _Check:
                 except GpufleetError as e:
                     raise InputError(f"{self.workloads[index].key}: {e}") from e
         result.warnings += [w for ws in warned.values() for w in ws]  # about quota objects, not workloads
+        if remade:
+            self._remade(remade, runs)
         defaulted = self.admission.defaulted if self.admission is not None else {}
         if defaulted:  # each explanation says which LimitRange put in a request the template does not make
             result.unschedulable = [dataclasses.replace(u, defaulted=tuple(defaulted[u.workload]))
                                     if u.workload in defaulted else u for u in result.unschedulable]
+
+    def _remade(self, remade: dict[int, PodShape], runs: list[Run]) -> None:
+        """Where the new pods of evicted running pods went, and the evictions in turn: running workloads whose
+        evicted pods their controllers made again, and whom those new pods evicted (one entry per workload, its
+        templates together)."""
+        from gpufleet.scheduling.preempting import preemption_verdict
+        from gpufleet.scheduling.simulation import Outcome
+
+        by_key: dict[str, list[int]] = {}
+        for index in remade:
+            by_key.setdefault(self.workloads_and_remade[index].key, []).append(index)
+        names = [node.name for node in self.nodes]
+        for key, indices in by_key.items():
+            merged = []
+            for k, r in enumerate(runs):
+                out = Outcome()
+                for index in indices:
+                    got = r.outcomes.get(index)
+                    if got is not None and k == 0:
+                        counts: dict[int, int] = {}
+                        for node in got.nodes:
+                            counts[node] = counts.get(node, 0) + 1
+                        self.result.remade_placements += [(key, names[n], c) for n, c in sorted(counts.items())]
+                    if got is not None:
+                        out.by_preemption += got.by_preemption
+                        out.evicted += got.evicted
+                        out.preempted_by = out.preempted_by or got.preempted_by
+                merged.append(out)
+            found = preemption_verdict(key, merged[0], names, merged[1:])
+            if found is not None:
+                self.result.preemptions.append(dataclasses.replace(found, remade_after=merged[0].preempted_by))
 
     def _pod_constraints(self, shapes: dict[int, PodShape]) -> dict:
         """Per workload, its pods against the others, when any pod of the check has topology spread or pod
@@ -313,6 +363,10 @@ class _Check:
         scheduler = w.spec.get("schedulerName") or DEFAULT_SCHEDULER
         if scheduler != DEFAULT_SCHEDULER:
             return Warning(w.key, f"scheduled by '{scheduler}', whose rules gpufleet does not model; not checked")
+        return self._shape(w)
+
+    def _shape(self, w: PodWorkload) -> PodShape:
+        """The shape of a workload's pods, shared by workloads whose pods every plugin sees alike."""
         from gpufleet.capacity.requests import pod_requests
 
         terms = pod_terms(w.spec, pod_requests(w.spec), self.ert)

@@ -13,19 +13,65 @@ from gpufleet.capacity.model import BoundPod
 from gpufleet.capacity.shape import Shape, label_selector
 from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import PodWorkload
+from gpufleet.scheduler.filters import has_pod_rules
 from gpufleet.scheduler.framework.preemption import Budget, Victim
 from gpufleet.scheduler.snapshot import Snapshot
 from gpufleet.scheduling.queue_order import creation_step
 from gpufleet.scheduling.result import Evicted, Preemption
 from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, PriorityInputs
 
+#: The controllers that make a new pod for each of theirs that preemption evicts (a bare Pod is gone for good).
+REMADE_BY = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+#: The labels that tell a controller's templates apart (a Deployment's ReplicaSets, a StatefulSet's and a
+#: DaemonSet's revisions).
+_TEMPLATE_LABELS = ("pod-template-hash", "controller-revision-hash")
+
+
+def remade_pods(objects: list[dict], workloads: Sequence[PodWorkload],
+                running: Sequence[BoundPod]) -> tuple[list[PodWorkload], dict[int, int]]:
+    """The new pods that running pods' controllers make when preemption evicts them, as workloads to place: one
+    per template (a controller's pods of one revision; a DaemonSet's per node, its pods being pinned to theirs),
+    made from a running pod's spec less its node; and, per running pod (by `id`), its template's position in
+    that list. Only pods that some workload of the check may evict (of lower priority than the highest that may
+    preempt) and whose new pod the default scheduler places without DRA claims (whose devices a check does not
+    free) and that has no topology spread or pod (anti-)affinity of its own (placed against other pods only
+    for the check's workloads) are counted."""
+    known = priority_classes(objects)
+    top = max((known.of(w.spec) for w in workloads if w.replicas > 0 and known.preempts(w.spec)), default=None)
+    made: list[PodWorkload] = []
+    of: dict[int, int] = {}
+    if top is None:
+        return made, of
+    templates: dict[tuple, int] = {}
+    for p in running:
+        if not p.workload or (known.of({}, p.priority_class) if p.priority is None else p.priority) >= top:
+            continue
+        spec = p.spec
+        kind, _, rest = p.workload.partition("/")
+        if kind not in REMADE_BY or not isinstance(spec, dict) or spec.get("resourceClaims") or has_pod_rules(spec) \
+                or (spec.get("schedulerName") or "default-scheduler") != "default-scheduler":
+            continue
+        labels = dict(p.labels)
+        template = (p.workload, *(labels.get(k, "") for k in _TEMPLATE_LABELS), p.node if kind == "DaemonSet" else "")
+        at = templates.get(template)
+        if at is None:
+            at = templates[template] = len(made)
+            namespace, _, name = rest.partition("/")
+            made.append(PodWorkload(kind, namespace, name, {k: v for k, v in spec.items() if k != "nodeName"}, 1,
+                                    "spec", labels=labels))
+        of[id(p)] = at
+    return made, of
+
 
 def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices: Sequence[int],
                      running: Sequence[BoundPod], snap: Snapshot,
-                     group_of: Callable[[BoundPod], int | None] | None = None) -> PriorityInputs | None:
+                     group_of: Callable[[BoundPod], int | None] | None = None,
+                     remade: dict[int, int] | None = None) -> PriorityInputs | None:
     """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
     (none may, or none has a lower-priority pod to evict): the check then runs as it always did. `group_of`:
-    who holds a running pod's (anti-)affinity terms among the snapshot's placed terms."""
+    who holds a running pod's (anti-)affinity terms among the snapshot's placed terms. `remade`: per running
+    pod (by `id`), the index in `workloads` of the new pod its controller makes when it is evicted (the
+    workloads after `indices`, from `remade_pods`)."""
     known, budgets = priority_classes(objects), budgets_of(objects)  # a malformed budget exits 2 either way
     priority = {i: known.of(workloads[i].spec) for i in indices}
     preempts = {i: known.preempts(workloads[i].spec) for i in indices}
@@ -34,6 +80,9 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     lowest = min([*priority.values(), *levels], default=0)
     if not any(preempts[i] and priority[i] > lowest for i in indices):
         return None
+    remade = remade or {}
+    for i in set(remade.values()):
+        priority[i], preempts[i] = known.of(workloads[i].spec), known.preempts(workloads[i].spec)
     pods: list[list[Victim]] = [[] for _ in range(snap.n)]
     # Per node in the order the scheduler's node info would hold them: among equal priorities and start
     # times the pod bound first is the more important, and a pod that a controller made a step later was bound
@@ -42,7 +91,8 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
     for p, level in ((on_node[k], levels[k]) for k in order):
         pods[snap.index[p.node]].append(Victim(level, _started(p.start), p.key, -1, p.namespace, dict(p.labels),
                                                p.requests, p.non_zero(), p.ports,
-                                               group_of(p) if group_of is not None else None))
+                                               group_of(p) if group_of is not None else None,
+                                               remade.get(id(p), -1)))
     return PriorityInputs(priority, preempts, pods, budgets)
 
 

@@ -137,9 +137,14 @@ class Preemption:
     """The seeded runs of the scheduler the check made."""
     same: int = 1
     """Of them, those that evicted the same pods per workload as `victims`."""
+    remade_after: str = ""
+    """For a running workload (not one of the check's): the workload whose pods evicted some of its pods. Its
+    controller made new ones, and they preempt in turn."""
 
     def to_json(self) -> dict:
         out = {"workload": self.workload, "pods": self.pods, "victims": [v.to_json() for v in self.victims]}
+        if self.remade_after:
+            out["remadeAfter"] = self.remade_after
         if self.otherwise:
             out["otherVictims"] = {"runs": self.runs, "sameVictims": self.same,
                                    "alternatives": [dict(o) for o in self.otherwise]}
@@ -152,7 +157,12 @@ class Preemption:
         return ", ".join(v.words() for v in self.victims)
 
     def line(self) -> str:
-        if self.pods:
+        if self.remade_after:
+            text = (f"evicted in turn: {self.remade_after} evicts pods of running {self.workload}, whose controller "
+                    f"makes new ones, and they evict {self.evicting()}")
+            if not self.pods:
+                text += ", then a workload of higher priority takes that room"
+        elif self.pods:
             text = f"fits by preemption: {self.workload} runs by evicting {self.evicting()}"
         else:
             text = (f"preempted in vain: {self.workload} evicts {self.evicting()}, then a workload of higher "
@@ -190,8 +200,12 @@ class CheckResult:
     #: With node groups (`check --node-groups`): the autoscaler's scale-ups and what runs after them
     #: (gpufleet.scheduling.scaleup.ScaleUpVerdicts); its JSON is added by the command.
     scale_up: Any = None
-    #: Workloads that run only by preempting pods of lower priority (in the first run of the scheduler).
+    #: Workloads that run only by preempting pods of lower priority (in the first run of the scheduler), then
+    #: running workloads whose evicted pods their controllers made again, where those preempt in turn.
     preemptions: list[Preemption] = field(default_factory=list)
+    #: Where the new pods of evicted running pods went in the first run: (running workload, node name, pods).
+    #: Not part of the JSON contract.
+    remade_placements: list[tuple[str, str, int]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:

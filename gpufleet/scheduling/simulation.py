@@ -160,13 +160,17 @@ _PREEMPTION = DefaultPreemption.name
 class Simulation:
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
                  same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None,
-                 priorities: PriorityInputs | None = None, spreads: dict[int, SpreadInputs] | None = None):
+                 priorities: PriorityInputs | None = None, spreads: dict[int, SpreadInputs] | None = None,
+                 remade: dict[int, PodShape] | None = None):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
         for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
         against the others, when some pod's placement depends on where other pods are (`base` then keeps
         the pods on each node); `priorities`: when some pod may preempt others; `spreads`: per workload, its
-        system default spreading, for those that get it."""
-        self.base, self.workloads, self.shapes, self.dra_base = base, workloads, shapes, dra_base
+        system default spreading, for those that get it; `remade`: the workloads (after the check's) that
+        stand for the new pods running pods' controllers make when they are evicted, scheduled only then."""
+        self.base, self.workloads, self.dra_base = base, workloads, dra_base
+        self.scheduled = list(shapes)
+        self.shapes = {**shapes, **(remade or {})}
         if dra_base is not None:
             dra_base.attach(base.nodes)
         self.kind_of = same_node_kind
@@ -192,12 +196,16 @@ class Simulation:
 
         hidden: list[tuple[int, int, int]] = []
         order = self._turns()
+        self._coming = self._later_priorities(order)
         for at, (index, count) in enumerate(order):
             shape, w = self.shapes[index], self.workloads[index]
+            self._at = at
             if pre is not None and (hidden or pre.nominated):
                 kept_for.clear()  # nominated pods leave or come back: the caches' room changes
                 failed_before.clear()
-                start = self._restore(snap, pre, hidden, run, placed, rng, tie, start)
+                start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, index)
+                if pre.held:
+                    self._bind_held(pre)
                 hidden = self._hide(snap, pre, index) if snap.pods is None and not w.spec.get("resourceClaims") \
                     else []
             out = run.outcomes.get(index)
@@ -221,6 +229,8 @@ class Simulation:
                     kept_for.clear()
                     failed_before.clear()
                     after = order[at + 1][0] if at + 1 < len(order) else None
+                    if hidden:  # the new pods see the nominated pods of no lower priority than theirs
+                        start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, after)
                     start = self._replace_evicted(snap, rng, tie, placed, run, pre, start, after)
                 continue
             got: list[int] = []
@@ -274,9 +284,14 @@ class Simulation:
                 kept_for.clear()
                 failed_before.clear()
                 after = order[at + 1][0] if at + 1 < len(order) else None
+                if hidden:
+                    start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, after)
                 start = self._replace_evicted(snap, rng, tie, placed, run, pre, start, after)
+        self._at = len(order)
         if pre is not None and hidden:
             start = self._restore(snap, pre, hidden, run, placed, rng, tie, start)
+        if pre is not None and pre.held:
+            self._bind_held(pre)
         # In the end every victim is gone: the pods waiting for room try again on what they left.
         while pre is not None and (self._let_go(pre) or pre.retry or pre.evictions):
             start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
@@ -292,7 +307,7 @@ class Simulation:
     def _turns(self) -> list[tuple[int, int]]:
         """(workload index, pods) in the order the scheduler takes them: manifest order, whole workloads,
         unless some pod may preempt (gpufleet.scheduling.queue_order)."""
-        indices = list(self.shapes)
+        indices = self.scheduled
         replicas = {i: self.workloads[i].replicas for i in indices}
         if self.priorities is None:
             return [(i, replicas[i]) for i in indices]
@@ -307,10 +322,52 @@ class Simulation:
         was left."""
         if not pre.let_go():
             return False
+        assert self.priorities is not None
+        priority = self.priorities.priority
+        top = self._queued_top(pre)
+        # a nominated pod is bound in its next cycle: pods of higher priority in the queue go first (those brought
+        # back, and the check's pods still to come), and they do not see it (`_hide`); it holds its room until then
+        pre.held = [e for e in pre.nominated if top is not None and priority[e[1]] < top]
         for node, index, seq in pre.nominated:
-            self._on_node(pre, node, index, seq)
-        pre.nominated = []
+            if top is None or priority[index] >= top:
+                self._on_node(pre, node, index, seq)
+        pre.nominated = list(pre.held)
         return True
+
+    def _later_priorities(self, order: list[tuple[int, int]]) -> list[int | None]:
+        """Per turn, the highest priority among it and the turns after it (None after the last)."""
+        out: list[int | None] = [None] * (len(order) + 1)
+        if self.priorities is not None:
+            priority = self.priorities.priority
+            for k in range(len(order) - 1, -1, -1):
+                later = out[k + 1]
+                mine = priority[order[k][0]]
+                out[k] = mine if later is None else max(later, mine)
+        return out
+
+    def _queued_top(self, pre: PreemptionState) -> int | None:
+        """The highest priority of the pods in the queue besides the nominated ones: those a deletion brought
+        back, and the check's pods whose turn is now or still to come (applied together, they are queued
+        already)."""
+        assert self.priorities is not None
+        priority = self.priorities.priority
+        tops = [priority[i] for i in pre.retry]
+        later = self._coming[self._at] if self._at < len(self._coming) else None
+        if later is not None:
+            tops.append(later)
+        return max(tops, default=None)
+
+    def _bind_held(self, pre: PreemptionState) -> None:
+        """The nominated pods held behind pods of higher priority are bound once none of those is left in the
+        queue (those that lost their room to them were scheduled again by `_restore`)."""
+        assert self.priorities is not None
+        priority = self.priorities.priority
+        top = self._queued_top(pre)
+        bound = [e for e in pre.held if e in pre.nominated and (top is None or priority[e[1]] >= top)]
+        for node, index, seq in bound:
+            pre.nominated.remove((node, index, seq))
+            self._on_node(pre, node, index, seq)
+        pre.held = [e for e in pre.held if e in pre.nominated]
 
     def _hide(self, snap: Snapshot, pre: PreemptionState, index: int) -> list[tuple[int, int, int]]:
         """The nominated pods of lower priority than workload `index`'s: its pods do not see them (upstream adds
@@ -327,7 +384,7 @@ class Simulation:
         return hidden
 
     def _restore(self, snap: Snapshot, pre: PreemptionState, hidden: list[tuple[int, int, int]], run: Run,
-                 placed: Landed, rng, tie, start: int) -> int:
+                 placed: Landed, rng, tie, start: int, after: int | None = None) -> int:
         """The nominated pods `_hide` took off come back to their nodes where they still fit once the pods
         terminating there are gone (the room they were nominated to is their victims', which is not free yet);
         where a pod of higher priority took the room, the nominated one goes back to the queue and is scheduled
@@ -349,7 +406,7 @@ class Simulation:
         for index, count in displaced.items():
             start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
         if pre.evictions:
-            start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
+            start = self._replace_evicted(snap, rng, tie, placed, run, pre, start, after)
         return start
 
     @staticmethod
@@ -432,6 +489,10 @@ class Simulation:
                     held.preempted_by = held.preempted_by or w.key
                     run.release(nominated, victim.index)
                     pre.evictions[victim.index] = pre.evictions.get(victim.index, 0) + 1
+                elif victim.remade >= 0:  # a running pod: its controller makes a new one
+                    held = run.outcomes.setdefault(victim.remade, Outcome())
+                    held.preempted_by = held.preempted_by or w.key
+                    pre.evictions[victim.remade] = pre.evictions.get(victim.remade, 0) + 1
             snap.place(nominated, shape.requests, shape.nonzero, shape.ports)
             if rules is not None and rules.terms and snap.placed is not None:
                 snap.placed.place(index, rules.terms, nominated)
@@ -472,21 +533,31 @@ class Simulation:
             if after is not None and priority[index] <= priority[after]:
                 break  # the queue pops the next workload's pods first
             w, out = self.workloads[index], run.outcomes[index]
+            # each pod sees the nominated pods of no lower priority than its own (`_hide`)
+            hidden = self._hide(snap, pre, index) if snap.pods is None else []
             if again:  # pods that were Pending, back in the queue: they preempt or wait as before
                 count = pre.retry.pop(index)
                 out.pending -= count
                 start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
+                if hidden:
+                    start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, after)
                 continue
             count = pre.evictions.pop(index)
             if w.kind == "Pod":
                 out.pending += count
                 out.message = (f"preempted by {out.preempted_by}: the scheduler evicted it for a pod of higher "
                                f"priority, and a bare Pod is not made again")
+                if hidden:
+                    start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, after)
                 continue
             before = out.pending
             start = self._again(snap, index, count, start, rng, tie, placed, run, pre)
+            if hidden:
+                start = self._restore(snap, pre, hidden, run, placed, rng, tie, start, after)
             if out.pending > before:
                 out.message = f"preempted by {out.preempted_by}, its new pods find no room: {out.message}"
+        if pre.held:
+            self._bind_held(pre)
         return start
 
     def _again(self, snap: Snapshot, index: int, count: int, start: int, rng, tie, placed: Landed, run: Run,

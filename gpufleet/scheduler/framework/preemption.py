@@ -49,6 +49,9 @@ class Victim:
     group: int | None = None
     """Who holds its pod (anti-)affinity terms among the placed terms (PlacedTerms), when it has some: they
     leave with it."""
+    remade: int = -1
+    """For a pod running before the check: the workload of the check's run that stands for the new pod its
+    controller makes when it is evicted (-1: none is made, as for a bare Pod)."""
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class PreemptionState:
         self.nominated: list[tuple[int, int, int]] = []
         """Pods of the check holding their nominated node's room while the victims terminate: (node, workload
         index, placement sequence). They are bound, and may be victims in turn, once the victims are gone."""
+        self.held: list[tuple[int, int, int]] = []
+        """Nominated pods whose victims are gone, waiting in the queue behind pods of higher priority to be bound."""
         self._covering: dict[Victim, tuple[int, ...]] = {}
 
     def covering(self, pod: Victim) -> tuple[int, ...]:
