@@ -35,7 +35,8 @@ from gpufleet.scheduler.node_tree import tree_order
 from gpufleet.scheduler.plugins.imagelocality import ImageStates
 from gpufleet.scheduler.snapshot import PodShape, Snapshot
 from gpufleet.scheduling.result import CheckResult, Unschedulable, Warning
-from gpufleet.scheduling.simulation import Run, Simulation, SpreadInputs
+from gpufleet.scheduling.run_state import Run, SpreadInputs
+from gpufleet.scheduling.simulation import Simulation
 
 if TYPE_CHECKING:  # imported where used: CEL loads only for pods with claims
     from gpufleet.scheduler.plugins.dynamicresources.claims import DraState
@@ -225,7 +226,7 @@ class _Check:
         evicted pods their controllers made again, and whom those new pods evicted (one entry per workload, its
         templates together)."""
         from gpufleet.scheduling.preempting import preemption_verdict
-        from gpufleet.scheduling.simulation import Outcome
+        from gpufleet.scheduling.run_state import Outcome
 
         by_key: dict[str, list[int]] = {}
         for index in remade:

@@ -18,7 +18,7 @@ from gpufleet.scheduler.framework.preemption import Budget, Victim
 from gpufleet.scheduler.snapshot import Snapshot
 from gpufleet.scheduling.queue_order import creation_step
 from gpufleet.scheduling.result import Evicted, Preemption
-from gpufleet.scheduling.simulation import STARTED_IN_CHECK, Outcome, PriorityInputs
+from gpufleet.scheduling.run_state import STARTED_IN_CHECK, Outcome, PriorityInputs
 
 #: The controllers that make a new pod for each of theirs that preemption evicts (a bare Pod is gone for good).
 REMADE_BY = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
