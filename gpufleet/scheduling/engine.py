@@ -90,7 +90,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         admission = admit(workloads_of(manifests), list(flatten(manifests)))
         workloads = admission.workloads
         pods = _pods(running_pods)
-        objects = list(flatten(manifests)) if preemption else []
+        objects = list(flatten(manifests)) if preemption and _priorities_matter(manifests, workloads, pods) else []
         remade: tuple[list[PodWorkload], dict[int, int]] = ([], {})
         if objects:
             from gpufleet.scheduling.preempting import remade_pods
@@ -452,6 +452,18 @@ class _Check:
                 self.result.warnings.append(Warning(w.key, text))
                 self.result.memory.append(MemoryProblem(w.key, expected, budget, text))
                 break
+
+
+#: Objects that make preemption's inputs: classes give priorities, budgets are read (and refused when malformed).
+_PREEMPTION_KINDS = ("PriorityClass", "PodDisruptionBudget")
+
+
+def _priorities_matter(manifests: list[dict], workloads: Sequence[PodWorkload], pods: Sequence[BoundPod]) -> bool:
+    """Whether any pod may have a priority other than 0, or a budget is given: else every pod's priority is 0,
+    nothing may preempt, and a check need not load preemption at all."""
+    return (any(o.get("kind") in _PREEMPTION_KINDS for o in flatten(manifests))
+            or any("priorityClassName" in w.spec or "priority" in w.spec for w in workloads)
+            or any(p.priority or p.priority_class for p in pods))
 
 
 def _service_selectors(objects: Iterable[dict]) -> dict[str, list[dict[str, str]]]:

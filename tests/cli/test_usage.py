@@ -207,3 +207,30 @@ def test_the_collector_runs_again_once_a_command_is_loaded():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert result.stderr.split() == ["True", "True", "True"], result.stderr
+
+
+def _gpufleet_modules_after(tmp_path: Path, manifest: str) -> set[str]:
+    nodes, pod = tmp_path / "nodes.json", tmp_path / "pod.yaml"
+    nodes.write_text(json.dumps({"kind": "List", "items": [{
+        "kind": "Node", "metadata": {"name": "gpu-0"},
+        "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"}}}]}))
+    pod.write_text(manifest)
+    code = ("import sys; sys.argv = ['gpufleet', *sys.argv[1:]]\n"
+            "from gpufleet.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import json; print(json.dumps(sorted(m for m in sys.modules if m.startswith('gpufleet'))), "
+            "file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code, "check", "--nodes", str(nodes), str(pod)], cwd=ROOT,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+PLAIN_POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x:1\n"
+             "    resources: {limits: {nvidia.com/gpu: 1}}\n")
+
+
+def test_a_check_where_every_priority_is_zero_loads_no_preemption(tmp_path):
+    # No PriorityClass, no budget, no pod naming a class: nothing can preempt, and a one-pod check starts faster
+    assert "gpufleet.scheduling.preempting" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)
+    with_class = PLAIN_POD.replace("spec:\n", "spec:\n  priorityClassName: system-cluster-critical\n")
+    assert "gpufleet.scheduling.preempting" in _gpufleet_modules_after(tmp_path, with_class)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -865,3 +866,11 @@ def test_a_higher_workload_applied_together_takes_a_lower_nominated_pods_room_th
     [p] = [p for p in result.preemptions if p.workload == "Job/ml/mid"]
     assert p.pods == 0 and p.line().startswith("preempted in vain: Job/ml/mid evicts 1 pod(s) of "
                                                "Deployment/team-b/train")
+
+
+def test_a_malformed_budget_is_refused_even_where_no_pod_has_a_priority():
+    from gpufleet.errors import InputError
+
+    budget = pdb("train", "team-b", {"app": "train"}, maxUnavailable="half")
+    with pytest.raises(InputError, match=r"PodDisruptionBudget/team-b/train: spec.maxUnavailable: 'half'"):
+        check_workloads([node("gpu-0", 1)], [], [budget, deployment("infer", "ml", 1, 1)])
