@@ -183,8 +183,7 @@ class _Check:
                                           {pod: first + k for pod, k in self.remade_of.items()})
             if priorities is not None:
                 remade = {first + k: self._shape(w) for k, w in enumerate(self.remade)}
-        self.workloads_and_remade = [*self.workloads, *self.remade]
-        simulation = Simulation(self.snapshot, self.workloads_and_remade, shapes, kind_of, self.dra_base,
+        simulation = Simulation(self.snapshot, [*self.workloads, *self.remade], shapes, kind_of, self.dra_base,
                                 constraints, priorities, self._default_spreads(shapes), remade)
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
@@ -228,25 +227,24 @@ class _Check:
         from gpufleet.scheduling.preempting import preemption_verdict
         from gpufleet.scheduling.run_state import Outcome
 
+        first = len(self.workloads)
         by_key: dict[str, list[int]] = {}
         for index in remade:
-            by_key.setdefault(self.workloads_and_remade[index].key, []).append(index)
+            by_key.setdefault(self.remade[index - first].key, []).append(index)
         names = [node.name for node in self.nodes]
         for key, indices in by_key.items():
+            counts: dict[int, int] = {}
+            for index in indices:
+                for node in getattr(runs[0].outcomes.get(index), "nodes", ()):
+                    counts[node] = counts.get(node, 0) + 1
+            self.result.remade_placements += [(key, names[n], c) for n, c in sorted(counts.items())]
             merged = []
-            for k, r in enumerate(runs):
+            for r in runs:
                 out = Outcome()
-                for index in indices:
-                    got = r.outcomes.get(index)
-                    if got is not None and k == 0:
-                        counts: dict[int, int] = {}
-                        for node in got.nodes:
-                            counts[node] = counts.get(node, 0) + 1
-                        self.result.remade_placements += [(key, names[n], c) for n, c in sorted(counts.items())]
-                    if got is not None:
-                        out.by_preemption += got.by_preemption
-                        out.evicted += got.evicted
-                        out.preempted_by = out.preempted_by or got.preempted_by
+                for got in (r.outcomes[i] for i in indices if i in r.outcomes):
+                    out.by_preemption += got.by_preemption
+                    out.evicted += got.evicted
+                    out.preempted_by = out.preempted_by or got.preempted_by
                 merged.append(out)
             found = preemption_verdict(key, merged[0], names, merged[1:])
             if found is not None:

@@ -103,11 +103,13 @@ def test_listed_summary_is_the_start_of_the_commands_own_help(name):
     assert " ".join(load_command(name).help.split()).startswith(summary)
 
 
-def _modules_after(*args: str) -> set[str]:
+def _modules_after(*args: str, top_level: bool = True) -> set[str]:
+    """The modules a whole `gpufleet ARGS` process imported: top-level packages, or every module's full name."""
+    name = "m.split('.')[0]" if top_level else "m"
     code = ("import sys; sys.argv = ['gpufleet', *sys.argv[1:]]\n"
             "from gpufleet.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "import json; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+            f"import json; print(json.dumps(sorted({{{name} for m in sys.modules}})), file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
@@ -215,14 +217,8 @@ def _gpufleet_modules_after(tmp_path: Path, manifest: str) -> set[str]:
         "kind": "Node", "metadata": {"name": "gpu-0"},
         "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"}}}]}))
     pod.write_text(manifest)
-    code = ("import sys; sys.argv = ['gpufleet', *sys.argv[1:]]\n"
-            "from gpufleet.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "import json; print(json.dumps(sorted(m for m in sys.modules if m.startswith('gpufleet'))), "
-            "file=sys.stderr)")
-    result = subprocess.run([sys.executable, "-c", code, "check", "--nodes", str(nodes), str(pod)], cwd=ROOT,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
-    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+    return {m for m in _modules_after("check", "--nodes", str(nodes), str(pod), top_level=False)
+            if m.startswith("gpufleet")}
 
 
 PLAIN_POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x:1\n"

@@ -53,12 +53,16 @@ def _fleet(tmp_path):
     (tmp_path / "app.yaml").write_text(APP)
 
 
-def test_report_lists_victims_and_draws_the_node_without_the_evicted_pod(tmp_path):
-    _fleet(tmp_path)
+def _report(tmp_path) -> None:
     r = runner.invoke(app, ["report", "--nodes", str(tmp_path / "nodes.json"), "--pods", str(tmp_path / "pods.json"),
                             str(tmp_path / "app.yaml"), "--out", str(tmp_path / "r.html"),
                             "--summary", str(tmp_path / "s.md")])
     assert r.exit_code == 0, r.output
+
+
+def test_report_lists_victims_and_draws_the_node_without_the_evicted_pod(tmp_path):
+    _fleet(tmp_path)
+    _report(tmp_path)
     summary = (tmp_path / "s.md").read_text()
     assert "**1 workload(s) evict lower-priority pods to run:**" in summary
     assert "- `Deployment/llm/chat` evicts 1 pod(s) of Job/team-b/train on gpu-01 (priority 100)" in summary
@@ -76,10 +80,7 @@ def test_report_lists_victims_and_draws_the_node_without_the_evicted_pod(tmp_pat
 def test_report_without_priorities_has_no_preemption_section(tmp_path):
     _fleet(tmp_path)
     (tmp_path / "app.yaml").write_text(APP.replace("priorityClassName: inference-high", "priorityClassName: ''"))
-    r = runner.invoke(app, ["report", "--nodes", str(tmp_path / "nodes.json"), "--pods", str(tmp_path / "pods.json"),
-                            str(tmp_path / "app.yaml"), "--out", str(tmp_path / "r.html"),
-                            "--summary", str(tmp_path / "s.md")])
-    assert r.exit_code == 0, r.output
+    _report(tmp_path)
     assert 'id="preemptions"' not in (tmp_path / "r.html").read_text()
     summary = (tmp_path / "s.md").read_text()
     assert "evicting" not in summary
@@ -109,10 +110,7 @@ def test_report_names_the_evictions_in_turn_and_draws_the_running_pods_new_pod(t
         job_pod("train-a", "team-b", "train", "gpu-01", 100), job_pod("scratch-a", "team-c", "scratch", "gpu-02", 0)]}))
     serving = "priorityClassName: inference-high\n      nodeSelector: {pool: serving}"
     (tmp_path / "app.yaml").write_text(APP.replace("priorityClassName: inference-high", serving))
-    r = runner.invoke(app, ["report", "--nodes", str(tmp_path / "nodes.json"), "--pods", str(tmp_path / "pods.json"),
-                            str(tmp_path / "app.yaml"), "--out", str(tmp_path / "r.html"),
-                            "--summary", str(tmp_path / "s.md")])
-    assert r.exit_code == 0, r.output
+    _report(tmp_path)
     summary = (tmp_path / "s.md").read_text()
     assert "**1 workload(s) evict lower-priority pods to run:**" in summary
     assert ("- `Job/team-b/train`'s new pods (`Deployment/llm/chat` evicted its own) evict 1 pod(s) of "
