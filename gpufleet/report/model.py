@@ -380,8 +380,11 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         running_index = len(views)
         staying = _not_evicted(running, result.preemptions)
         # evicted pods that their controllers made again, where the check placed the new ones
-        remade = [(pod, node_name) for key, node_name, n in result.remade_placements
-                  for pod in [next((p for p in running if p.key == key), None)] * n if pod is not None]
+        first_pod: dict[str, BoundPod] = {}
+        for p in running:
+            first_pod.setdefault(p.key, p)
+        remade = [(first_pod[key], node_name) for key, node_name, n in result.remade_placements
+                  if key in first_pod for _ in range(n)]
         count = len(staying) + len(remade)
         views.append(WorkloadView(RUNNING, running_index, count, count, (), verdict="running"))
         for pod, node_name in [*((p, p.node) for p in staying), *remade]:
