@@ -130,7 +130,7 @@ def check_fit(capacity: Capacity, manifests: list[dict], extended_resource_toler
     objects = [*capacity.admission, *manifests]
     if not groups:
         return check_workloads(capacity.nodes, capacity.pods, objects,
-                               extended_resource_toleration=extended_resource_toleration)
+                               extended_resource_toleration=extended_resource_toleration, waiting=capacity.waiting)
     from gpufleet.scheduling.scaleup import ScaleUpOptions, check_with_scale_up
 
     result, verdicts = check_with_scale_up(capacity.nodes, capacity.pods, objects, groups, ScaleUpOptions(),

@@ -7,11 +7,12 @@ either file is reported at once, one line each, naming the file, the object and 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from gpufleet.capacity.dra import CAPACITY_KEYS, labelled_errors, split_dra, with_kind
-from gpufleet.capacity.kubectl import read_objects
+from gpufleet.capacity.kubectl import read_objects, waiting_pods
 from gpufleet.capacity.model import FORMAT, Capacity
 from gpufleet.capacity.shape import INT64_MAX, Shape
 from gpufleet.discovery.kubernetes import list_items, read_json
@@ -55,10 +56,12 @@ def load_capacity(nodes: Path, pods: Path | None) -> Capacity:
         errors.append(f"{nodes}: no nodes: there is nothing to schedule on (expected Node objects)")
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
+    waiting = waiting_pods(pod_items)
     if capacity is not None:
         capacity.pods += found_pods
+        capacity.waiting = dict(Counter(capacity.waiting) + waiting)
         return capacity
-    return Capacity("kubernetes", found_nodes, found_pods, dra)
+    return Capacity("kubernetes", found_nodes, found_pods, dra, waiting=dict(waiting))
 
 
 def _without_dra(doc: Any) -> tuple[Any, list[dict]]:
@@ -130,6 +133,9 @@ def capacity_file_errors(doc: dict) -> list[str]:
         if not isinstance(pod.get("requests"), dict):
             shape.fail(f"{path}.requests", f"must be an object, not {pod.get('requests')!r}")
         _units(shape, pod.get("requests"), f"{path}.requests")
+    for key, n in shape.mapping(doc.get("waitingPods"), "waitingPods").items():
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= INT64_MAX:
+            shape.fail(f"waitingPods[{key}]", f"must be a count of pods (an integer, 0 or more), not {n!r}")
     return shape.errors
 
 

@@ -7,6 +7,7 @@ one line each), never a node silently read as empty.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -131,6 +132,26 @@ def bound_pods(objs: Iterable[dict]) -> list[BoundPod]:
     return [p for p in (_bound_pod(obj) for obj in objs) if p is not None]
 
 
+def waiting_pods(objs: Iterable[object]) -> Counter[str]:
+    """Per controller (workload key), its pods not bound to a node yet and not terminal: Pending pods, which
+    the controller's scale counts (a PodDisruptionBudget in percent or with maxUnavailable reads it)."""
+    out: Counter[str] = Counter()
+    for obj in objs:
+        if not isinstance(obj, dict):
+            continue
+        spec, meta, status = (obj.get(k) for k in ("spec", "metadata", "status"))
+        if not isinstance(meta, dict) or (isinstance(spec, dict) and spec.get("nodeName")) \
+                or (isinstance(status, dict) and status.get("phase") in TERMINAL_PHASES):
+            continue
+        namespace, labels = meta.get("namespace"), meta.get("labels")
+        key = owner_key(meta, namespace if isinstance(namespace, str) else "default",
+                        {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+                        if isinstance(labels, dict) else {})
+        if key:
+            out[key] += 1
+    return out
+
+
 def pod_errors(obj: object) -> list[str]:
     """Why a Pod object cannot be read (`field: problem` lines); empty when it can."""
     if not isinstance(obj, dict):
@@ -204,7 +225,7 @@ def capacity_from_objects(nodes: list[dict], pods: list[dict], source: str = "ku
     node_list, pod_list, errors = read_objects(nodes, pods, nodes_origin, pods_origin)
     if errors:
         raise InputError("\n".join(one_line(e) for e in errors))
-    return Capacity(source, node_list, pod_list)
+    return Capacity(source, node_list, pod_list, waiting=dict(waiting_pods(pods)))
 
 
 def capacity_from_cluster(cluster: ClusterSource, source: str = "kubernetes") -> Capacity:

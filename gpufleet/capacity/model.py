@@ -165,16 +165,21 @@ class Capacity:
     admission: list[dict] = field(default_factory=list)
     """What admission reads before the scheduler (ADMISSION_KINDS: quotas, limit ranges, priority classes,
     Kueue queues and flavors), as the API has them."""
+    waiting: dict[str, int] = field(default_factory=dict)
+    """Per controller (workload key), its pods not bound to a node yet: a budget without status counts them in
+    the controller's scale (gpufleet.capacity.kubectl.waiting_pods)."""
 
     def to_json(self) -> dict[str, Any]:
-        out = {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
-               "pods": [p.to_json() for p in self.pods]}
+        out: dict[str, Any] = {"format": FORMAT, "source": self.source, "nodes": [n.to_json() for n in self.nodes],
+                               "pods": [p.to_json() for p in self.pods]}
         for key, kind in CAPACITY_KEYS.items():
             found = [o for o in self.dra if o.get("kind") == kind]
             if found:
                 out[key] = found
         if self.admission:
             out["admission"] = self.admission
+        if self.waiting:
+            out["waitingPods"] = dict(sorted(self.waiting.items()))
         return out
 
     @property
@@ -198,7 +203,8 @@ class Capacity:
                                  str(p.get("startTime") or ""))
                         for p in doc.get("pods", [])],
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()],
-                       _admission(doc.get("admission"), origin))
+                       _admission(doc.get("admission"), origin),
+                       {str(k): int(v) for k, v in (doc.get("waitingPods") or {}).items()})
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e
 

@@ -234,20 +234,22 @@ def run_check(manifests: list[Path], nodes: Path | None, pods: Path | None,
 
         groups = read_groups(scale[0], cap.nodes, live) or None  # none in the cluster: checked without scale-up
     return with_origin(docs, lambda: _checked(cap.nodes, cap.pods, cap.objects, docs, extended_resource_toleration,
-                                              groups, scale[1] if scale else None, default_spreading))
+                                              groups, scale[1] if scale else None, default_spreading,
+                                              cap.waiting))
 
 
 def _checked(nodes: list, pods: list, objects: list, docs: list, extended_resource_toleration: bool, groups,
-             options, default_spreading: Spreading = "direct") -> CheckResult:
+             options, default_spreading: Spreading = "direct", waiting: dict[str, int] | None = None) -> CheckResult:
     """The check of `objects` and the documents' objects, with scale-up of `groups` when given; then the pack's
-    workload rules and the node platform findings on the documents."""
+    workload rules and the node platform findings on the documents. `waiting`: per controller, its pods not
+    bound yet (Capacity.waiting)."""
     from gpufleet.cli._node_platform import add_node_platform_findings
     from gpufleet.scheduling import check_workloads
 
     everything = objects + [d.obj for d in docs]
     if groups is None:
         result = check_workloads(nodes, pods, everything, extended_resource_toleration=extended_resource_toleration,
-                                 default_spreading=default_spreading)
+                                 default_spreading=default_spreading, waiting=waiting)
     else:
         from gpufleet.scheduling.scaleup import check_with_scale_up
 

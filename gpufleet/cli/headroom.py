@@ -118,7 +118,7 @@ def command(
             if _named_class(probe_obj):
                 preempting = headroom(cap.nodes, cap.pods, objects, probe_obj, preemption=True,
                                       extended_resource_toleration=extended_resource_toleration,
-                                      default_spreading=spreading)
+                                      default_spreading=spreading, waiting=cap.waiting)
             from gpufleet.cli._node_groups import read_groups
 
             groups = read_groups(scale[0], cap.nodes, live) if scale is not None else []

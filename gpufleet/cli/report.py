@@ -78,7 +78,7 @@ def _build(stack, project_dir, nodes, pods, manifests, ert, live_options=(None, 
         groups = (found, scale[1]) if found else None
     return with_origin(docs, lambda: report_of(title, cap.nodes, cap.pods, objects,
                                                extended_resource_toleration=ert, scale=groups,
-                                               default_spreading=spreading))
+                                               default_spreading=spreading, waiting=cap.waiting))
 
 
 def command(

@@ -24,16 +24,16 @@ if TYPE_CHECKING:
 def report_of(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], manifests: list[dict],
               pool_of: dict[str, str] | None = None, *, extended_resource_toleration: bool = False,
               scale: tuple[list[NodeGroup], ScaleUpOptions] | None = None,
-              default_spreading: Spreading = "direct") -> FleetReport:
+              default_spreading: Spreading = "direct", waiting: dict[str, int] | None = None) -> FleetReport:
     """Run the `gpufleet check` engine and draw what it placed; with `scale` (node groups and the autoscaler's
     options), as `check --node-groups` runs it, with the nodes the scale-up adds drawn apart.
-    `default_spreading`: as check_workloads."""
+    `default_spreading` and `waiting`: as check_workloads."""
     from gpufleet.scheduling.headroom import headroom_table
 
     verdicts = None
     if scale is None:
         result = check_workloads(nodes, running, manifests, extended_resource_toleration=extended_resource_toleration,
-                                 default_spreading=default_spreading)
+                                 default_spreading=default_spreading, waiting=waiting)
     else:
         from gpufleet.scheduling.scaleup import check_with_scale_up
 

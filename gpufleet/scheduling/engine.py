@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -24,7 +25,7 @@ import numpy as np
 from gpufleet.admission import Admission, admit
 from gpufleet.admission.validation import rejection
 from gpufleet.capacity.dra import DRA_KINDS, dra_objects, labelled_errors
-from gpufleet.capacity.kubectl import bound_pods, node_from_object
+from gpufleet.capacity.kubectl import bound_pods, node_from_object, waiting_pods
 from gpufleet.capacity.memory_budget import MemoryProblem, node_gpu_memory
 from gpufleet.capacity.model import BoundPod, Node
 from gpufleet.errors import GpufleetError, InputError
@@ -68,7 +69,8 @@ def _pods(pods: Iterable[BoundPod | dict]) -> list[BoundPod]:
 def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPod | dict], manifests: list[dict],
                     *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS,
                     preemption: bool = True, default_spreading: Spreading = "direct",
-                    made_directly: frozenset[str] = frozenset()) -> CheckResult:
+                    made_directly: frozenset[str] = frozenset(),
+                    waiting: Mapping[str, int] | None = None) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
@@ -81,7 +83,9 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     an owner, as cluster-capacity makes them: only Services select them), "controllers" (made by their
     controllers: a Deployment's ReplicaSet and a StatefulSet select them too) or "off". `made_directly`: keys
     of workloads whose pods are made without their owner whatever `default_spreading` says (the copies of a
-    headroom probe, as cluster-capacity makes them).
+    headroom probe, as cluster-capacity makes them). `waiting`: per controller (workload key), its pods not
+    bound yet, which a PodDisruptionBudget without status counts in its controller's scale (Pod objects among
+    `running_pods` that are not bound add theirs).
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -90,6 +94,8 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
         admission = admit(workloads_of(manifests), list(flatten(manifests)))
         workloads = admission.workloads
         pods = _pods(running_pods)
+        pending = Counter(waiting or {})
+        pending.update(waiting_pods(p for p in running_pods if isinstance(p, dict)))
         objects = list(flatten(manifests)) if preemption and _priorities_matter(manifests, workloads, pods) else []
         remade: tuple[list[PodWorkload], dict[int, int]] = ([], {})
         if objects:
@@ -97,6 +103,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
 
             remade = remade_pods(objects, workloads, pods)
         check = _Check(_nodes(nodes), pods, workloads, extended_resource_toleration, remade)
+        check.waiting = pending
         check.admission = admission
         check.objects = objects
         check.namespaces = [o for o in flatten(manifests) if o.get("kind") == "Namespace"]
@@ -146,6 +153,8 @@ class _Check:
         self.services: dict[str, list[dict[str, str]]] | None = None
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
+        self.waiting: Mapping[str, int] = {}
+        """Per controller, its pods not bound yet (check_workloads' `waiting`)."""
         self.owned = False
         """Whether a workload's pods have its controller as their owner (else made directly)."""
         self._affinity: dict[str, np.ndarray] = {}
@@ -180,7 +189,7 @@ class _Check:
             priorities = check_priorities(self.objects, [*self.workloads, *self.remade], list(shapes), self.running,
                                           self.snapshot, lambda p: groups.get((p.namespace, repr(p.pod_affinity)))
                                           if p.pod_affinity else None,
-                                          {pod: first + k for pod, k in self.remade_of.items()})
+                                          {pod: first + k for pod, k in self.remade_of.items()}, self.waiting)
             if priorities is not None:
                 remade = {first + k: self._shape(w) for k, w in enumerate(self.remade)}
         simulation = Simulation(self.snapshot, [*self.workloads, *self.remade], shapes, kind_of, self.dra_base,

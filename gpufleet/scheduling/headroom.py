@@ -138,14 +138,16 @@ def device_bound(nodes: Sequence[Node], namespace: str, spec: dict, dra: DraObje
 
 def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], probe: dict, *,
              extended_resource_toleration: bool = False, tie_runs: int | None = None,
-             preemption: bool = False, default_spreading: Spreading = "direct") -> Headroom:
+             preemption: bool = False, default_spreading: Spreading = "direct",
+             waiting: dict[str, int] | None = None) -> Headroom:
     """How many more of `probe`'s pod fit after `manifests` are placed (see the module docstring).
     `default_spreading`: as check_workloads, for `manifests`; the probe's copies are made directly, as
     cluster-capacity makes them, so only a Service that selects them gives them default spreading.
 
     `preemption`: copies that fit nowhere may evict pods of lower priority than the probe's (its
     priorityClassName among `manifests`' PriorityClasses), as kube-scheduler's DefaultPreemption does; evicted
-    running pods are gone, evicted pods of `manifests` are recreated and wait. Without it, free room only."""
+    running pods are gone, evicted pods of `manifests` are recreated and wait. Without it, free room only.
+    `waiting`: as check_workloads."""
     from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
 
     namespace, meta, spec = probe_pod(probe)
@@ -173,7 +175,7 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     result = check_workloads(node_list, pod_list, [*manifests, deployment],
                              extended_resource_toleration=extended_resource_toleration,
                              tie_runs=tie_runs or HEADROOM_RUNS, preemption=preemption,
-                             default_spreading=default_spreading, made_directly=frozenset((key,)))
+                             default_spreading=default_spreading, made_directly=frozenset((key,)), waiting=waiting)
     by_node = {node: n for k, node, n in result.placements if k == key}
     placed = sum(by_node.values())
     stuck = next((u for u in result.unschedulable if u.workload == key), None)

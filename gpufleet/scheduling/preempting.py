@@ -4,7 +4,8 @@ Preemption)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from gpufleet.errors import InputError
 from gpufleet.manifests.workloads import PodWorkload
 from gpufleet.scheduler.filters import has_pod_rules
 from gpufleet.scheduler.framework.preemption import Budget, Victim
+from gpufleet.scheduler.plugins.defaultpreemption.default_preemption import SCALABLE
 from gpufleet.scheduler.snapshot import Snapshot
 from gpufleet.scheduling.queue_order import creation_step
 from gpufleet.scheduling.result import Evicted, Preemption
@@ -66,12 +68,14 @@ def remade_pods(objects: list[dict], workloads: Sequence[PodWorkload],
 def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices: Sequence[int],
                      running: Sequence[BoundPod], snap: Snapshot,
                      group_of: Callable[[BoundPod], int | None] | None = None,
-                     remade: dict[int, int] | None = None) -> PriorityInputs | None:
+                     remade: dict[int, int] | None = None,
+                     waiting: Mapping[str, int] | None = None) -> PriorityInputs | None:
     """The priorities of the workloads to schedule and of the running pods, or None when no pod can preempt
     (none may, or none has a lower-priority pod to evict): the check then runs as it always did. `group_of`:
     who holds a running pod's (anti-)affinity terms among the snapshot's placed terms. `remade`: per running
     pod (by `id`), the index in `workloads` of the new pod its controller makes when it is evicted (the
-    workloads after `indices`, from `remade_pods`)."""
+    workloads after `indices`, from `remade_pods`). `waiting`: per controller (workload key), its pods not bound
+    yet (Pending), which its scale counts."""
     known, budgets = priority_classes(objects), budgets_of(objects)  # a malformed budget exits 2 either way
     priority = {i: known.of(workloads[i].spec) for i in indices}
     preempts = {i: known.preempts(workloads[i].spec) for i in indices}
@@ -93,7 +97,20 @@ def check_priorities(objects: list[dict], workloads: list[PodWorkload], indices:
                                                p.requests, p.non_zero(), p.ports,
                                                group_of(p) if group_of is not None else None,
                                                remade.get(id(p), -1)))
-    return PriorityInputs(priority, preempts, pods, budgets)
+    scales = controller_scales(workloads, indices, running, waiting or {})
+    return PriorityInputs(priority, preempts, pods, budgets, scales)
+
+
+def controller_scales(workloads: Sequence[PodWorkload], indices: Sequence[int], running: Sequence[BoundPod],
+            waiting: Mapping[str, int]) -> dict[str, int]:
+    """Per controller whose scale the disruption controller reads: its replicas. A running one's are its pods,
+    bound or Pending (its spec is not among the inputs); a workload of the check's, its manifest's."""
+    scales: Counter[str] = Counter(p.workload for p in running if p.workload.split("/", 1)[0] in SCALABLE)
+    scales.update({key: n for key, n in waiting.items() if key.split("/", 1)[0] in SCALABLE})
+    for i in indices:
+        if workloads[i].kind in SCALABLE:
+            scales[workloads[i].key] = workloads[i].replicas
+    return dict(scales)
 
 
 def _started(stamp: str) -> float:

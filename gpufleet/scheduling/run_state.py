@@ -112,6 +112,9 @@ class PriorityInputs:
     """Per node, the pods running there before the check."""
     budgets: list = field(default_factory=list)
     """The PodDisruptionBudgets (gpufleet.scheduler.framework.preemption.Budget)."""
+    scales: dict[str, int] = field(default_factory=dict)
+    """Per controller (workload key) of a Deployment, ReplicaSet or StatefulSet: its replicas (for a running one,
+    its pods, bound or Pending), which budgets in percent or with maxUnavailable expect."""
 
 
 @dataclass(frozen=True)

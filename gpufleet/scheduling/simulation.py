@@ -67,7 +67,8 @@ class Simulation(PreemptionTurns):
         kept_for: dict[int, Kept] = {}  # shape -> its feasibility and scores, kept up to date
         pre = None
         if self.priorities is not None:
-            pre = PreemptionState(snap, [list(pods) for pods in self.priorities.running], self.priorities.budgets, rng)
+            pre = PreemptionState(snap, [list(pods) for pods in self.priorities.running], self.priorities.budgets, rng,
+                                  scales=self.priorities.scales)
 
         def tie(best: np.ndarray) -> None:
             if self._decisive(snap, best, dra is not None):

@@ -76,6 +76,9 @@ KNOWN: dict[int, str] = {
         " runs: [{Deployment/batch/deployment-2: 2, Pod/batch/pod-6: 1}, {Deployment/batch/deploymen...",
     20: "run 0: Deployment/ml/infer-1 evicts {Deployment/batch/deployment-5: 1}; the real runs: "
         "[{Deployment/batch/deployment-1: 1}, {}, {}, {}, {}]",
+    21: "run 1: Deployment/ml/infer-1 evicts {'Job/batch/job-5': 1, 'Deployment/batch/deployment-1': 1, "
+        "'Deployment/ml/low-late': 1}; the real runs: [{'Deployment/batch/deployment-1': 1, ... (the node the "
+        "real run 1 chose, the one whose victims break no budget; low-late's pod had landed there first)",
     23: "run 3: Job/ml/infer-1 evicts {Deployment/batch/deployment-3: 1, Deployment/batch/deployment-5: 1}; "
         "the real runs: [{}, {}, {}, {Deployment/batch/deployment-3: 2, Deployment/batch/deployment-5:...",
 }

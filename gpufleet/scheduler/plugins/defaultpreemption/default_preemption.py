@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +83,14 @@ class PreemptionState:
     retry: dict[int, int] = field(default_factory=dict)
     """Per workload of the check: its waiting pods a victim's deletion brought back to the queue (`let_go`),
     not scheduled yet."""
+    scales: dict[str, int] = field(default_factory=dict)
+    """Per controller (workload key): its replicas, which a budget without status in percent or with
+    maxUnavailable expects (the disruption controller reads its scale); a controller not named counts its pods."""
 
     def __post_init__(self) -> None:
         self.evicted = [0] * len(self.budgets)
+        self.gone: list[Counter[str]] = [Counter() for _ in self.budgets]
+        """Per budget: the controllers of the pods it covers evicted so far, with their counts."""
         self.leaving: dict[int, tuple[int, Victim]] = {}
         """The victims deleted but still on their node, terminating (by id: their node and the pod), in the order
         they were deleted."""
@@ -111,7 +117,8 @@ class PreemptionState:
                     if id(p) not in self.leaving:
                         for i in self.covering(p):
                             covered[i].append(p)
-        return [b.allowed - self.evicted[i] if b.allowed is not None else _computed(b, covered[i], self.evicted[i])
+        return [b.allowed - self.evicted[i] if b.allowed is not None
+                else _computed(b, covered[i], self.evicted[i], self.gone[i], self.scales)
                 for i, b in enumerate(self.budgets)]
 
     def terminate(self, node: int, victim: Victim) -> bool:
@@ -123,6 +130,7 @@ class PreemptionState:
         self.leaving[id(victim)] = (node, victim)
         for i in self.covering(victim):
             self.evicted[i] += 1
+            self.gone[i][victim.key] += 1
         return True
 
     def let_go(self) -> bool:
@@ -163,18 +171,23 @@ def put_back(snap: Any, node: int, victim: Victim) -> None:
 SCALABLE = ("Deployment", "ReplicaSet", "StatefulSet")
 
 
-def _computed(budget: Budget, covered: list[Victim], evicted: int) -> int:
+def _computed(budget: Budget, covered: list[Victim], evicted: int, gone: Counter[str] | None = None,
+              scales: dict[str, int] | None = None) -> int:
     """The disruptions a budget without status allows, as the disruption controller computes them: an integer
-    minAvailable counts every covered pod; a percentage or maxUnavailable counts the pods of scalable
-    controllers (a pod of none is left out) and allows nothing when a covered pod has another controller (a Job:
-    the controller finds no scale and fails safe)."""
+    minAvailable counts every covered pod; a percentage or maxUnavailable expects the scale of the controllers
+    of the covered pods, those evicted included (`scales`: their replicas, pods Pending among them; a controller
+    not in it counts its pods here and evicted; a pod of none is left out), and allows nothing when a covered
+    pod has another controller (a Job: the controller finds no scale and fails safe)."""
     healthy = len(covered)
     if budget.max_unavailable is not None or isinstance(budget.min_available, str):
-        kinds = {p.key.split("/", 1)[0] for p in covered}
+        counts = Counter(p.key for p in covered)
+        counts.update(gone or {})
+        kinds = {key.split("/", 1)[0] for key in counts}
         if kinds - {*SCALABLE, "Pod"}:
             return 0
-        managed = sum(1 for p in covered if p.key.split("/", 1)[0] != "Pod")
-        return max(0, healthy - _desired(budget, managed + evicted))
+        scales = scales or {}
+        expected = sum(scales.get(key, n) for key, n in counts.items() if key and key.split("/", 1)[0] != "Pod")
+        return max(0, healthy - _desired(budget, expected))
     return max(0, healthy - _desired(budget, healthy + evicted))
 
 
