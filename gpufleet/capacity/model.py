@@ -205,7 +205,7 @@ class Capacity:
                        [with_kind(o, kind) for key, kind in CAPACITY_KEYS.items() for o in doc.get(key) or ()],
                        _admission(doc.get("admission"), origin),
                        {str(k): int(v) for k, v in (doc.get("waitingPods") or {}).items()})
-        except (KeyError, TypeError, ValueError) as e:
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise InputError(f"{origin}: malformed capacity file: {e}") from e
 
 

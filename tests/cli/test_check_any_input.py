@@ -29,7 +29,8 @@ CAPACITY = {"format": "gpufleet.io/capacity/v1", "source": "kubectl", "nodes": [
      "gpus": {"driverVersion": "570", "cudaVersion": "12.8", "gpus": [
          {"index": 0, "uuid": "GPU-0", "product": "NVIDIA H100", "memoryMiB": 81559, "migEnabled": True,
           "migInstances": [{"profile": "1g.10gb", "memoryMiB": 9856}]}]}}],
-    "pods": [{"namespace": "ml", "name": "p", "node": "gpu-0", "requests": {"nvidia.com/gpu": 1}}]}
+    "pods": [{"namespace": "ml", "name": "p", "node": "gpu-0", "requests": {"nvidia.com/gpu": 1}}],
+    "waitingPods": {"Deployment/ml/serve": 2}}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 
