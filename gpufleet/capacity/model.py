@@ -8,11 +8,13 @@ The JSON form (capacity.json) is described in docs/capacity.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.capacity.dra import CAPACITY_KEYS, with_kind
-from gpufleet.discovery.types import GpuFacts
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:  # loaded where a node carries GPU facts (NVML, a capacity file of one)
+    from gpufleet.discovery.types import GpuFacts
 
 FORMAT = "gpufleet.io/capacity/v1"
 
@@ -63,6 +65,8 @@ class Node:
 
     @classmethod
     def from_json(cls, doc: dict) -> Node:
+        if doc.get("gpus"):
+            from gpufleet.discovery.types import GpuFacts
         return cls(
             name=doc["name"], labels=dict(doc.get("labels") or {}),
             taints=tuple(Taint(t["key"], t.get("value", ""),

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpufleet.manifests.workloads import PodWorkload
-from gpufleet.scheduler.framework.preemption import Victim
 from gpufleet.scheduler.plugins.defaultpreemption import DefaultPreemption, PreemptionState, Preemptor
 from gpufleet.scheduler.plugins.defaultpreemption.default_preemption import put_back, take_off
 from gpufleet.scheduler.schedule_one import Cycle, Landed, schedule_replicas
@@ -164,6 +163,8 @@ class PreemptionTurns:
     def _on_node(self, pre: PreemptionState, node: int, index: int, seq: int) -> None:
         """A pod of workload `index` landed on `node`: preemption may evict it later (and its pod
         (anti-)affinity terms, placed under its index, leave with it)."""
+        from gpufleet.scheduler.framework.preemption import Victim
+
         w, shape = self.workloads[index], self.shapes[index]
         assert self.priorities is not None
         pod = self.constraints.get(index)

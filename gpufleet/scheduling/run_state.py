@@ -4,13 +4,16 @@ for preemption and default spreading (gpufleet.scheduling.simulation runs it).""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpufleet.capacity.dra import Device
-from gpufleet.scheduler.framework.preemption import Victim
 from gpufleet.scheduler.plugins.podtopologyspread.system_default import Layout
 from gpufleet.scheduler.snapshot import PodShape
+
+if TYPE_CHECKING:  # loaded where some pod may preempt
+    from gpufleet.scheduler.framework.preemption import Victim
 
 
 @dataclass

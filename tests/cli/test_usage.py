@@ -227,6 +227,12 @@ PLAIN_POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  container
 
 def test_a_check_where_every_priority_is_zero_loads_no_preemption(tmp_path):
     # No PriorityClass, no budget, no pod naming a class: nothing can preempt, and a one-pod check starts faster
-    assert "gpufleet.scheduling.preempting" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)
+    evaluator = {"gpufleet.scheduling.preempting", "gpufleet.scheduler.framework.preemption"}
+    assert not evaluator & _gpufleet_modules_after(tmp_path, PLAIN_POD)
     with_class = PLAIN_POD.replace("spec:\n", "spec:\n  priorityClassName: system-cluster-critical\n")
-    assert "gpufleet.scheduling.preempting" in _gpufleet_modules_after(tmp_path, with_class)
+    assert evaluator <= _gpufleet_modules_after(tmp_path, with_class)
+
+
+def test_nodes_without_gpu_facts_load_no_discovery_types(tmp_path):
+    # kubectl nodes carry no NVML facts: the types that hold them load only for a capacity file that has some
+    assert "gpufleet.discovery.types" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)

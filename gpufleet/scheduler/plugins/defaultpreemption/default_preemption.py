@@ -26,19 +26,14 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpufleet.scheduler.framework.interface import Plugin
-from gpufleet.scheduler.framework.preemption import (
-    Budget,
-    Candidate,
-    NodeOps,
-    Victim,
-    pick_one_node,
-    select_victims_on_node,
-)
+
+if TYPE_CHECKING:  # the evaluator loads when a pod may preempt (gpufleet.scheduling.preempting), not before
+    from gpufleet.scheduler.framework.preemption import Budget, Candidate, NodeOps, Victim
 
 #: DefaultPreemptionArgs' defaults.
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -215,6 +210,8 @@ def _node_ops(snap: Any, shape: Any, node: int, constraints: Any = None) -> Node
             return False
         return constraints is None or not any(mask[node] for _, mask in constraints.filters(snap))
 
+    from gpufleet.scheduler.framework.preemption import NodeOps
+
     return NodeOps(lambda victim: take_off(snap, node, victim), lambda victim: put_back(snap, node, victim), fits)
 
 
@@ -244,6 +241,8 @@ class DefaultPreemption(Plugin):
         """The node nominated for the pod (its victims in `state.decision`), or None."""
         if not isinstance(state, PreemptionState) or not isinstance(pod_state, Preemptor):
             return None
+        from gpufleet.scheduler.framework.preemption import pick_one_node, select_victims_on_node
+
         state.decision, state.random_pick = None, False
         if not pod_state.preempts:
             return None
