@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpufleet.scheduler.framework.runtime import Framework
-from gpufleet.scheduler.plugins import interpodaffinity as ipa
+from gpufleet.scheduler.plugins.interpodaffinity.filtering import AffinityState, Term, Terms
 
 
 class PlacedTerms:
@@ -17,8 +17,8 @@ class PlacedTerms:
     def __init__(self, n: int):
         self.n = n
         self.owners: dict[int, np.ndarray] = {}
-        self._anti: list[tuple[ipa.Term, int]] = []
-        self._weighted: list[tuple[ipa.Term, int, int]] = []
+        self._anti: list[tuple[Term, int]] = []
+        self._weighted: list[tuple[Term, int, int]] = []
 
     def copy(self) -> PlacedTerms:
         twin = PlacedTerms(self.n)
@@ -26,7 +26,7 @@ class PlacedTerms:
         twin._anti, twin._weighted = list(self._anti), list(self._weighted)
         return twin
 
-    def place(self, workload: int, terms: ipa.Terms, node: int) -> None:
+    def place(self, workload: int, terms: Terms, node: int) -> None:
         owners = self.owners.get(workload)
         if owners is None:
             owners = self.owners[workload] = np.zeros(self.n, dtype=np.int64)
@@ -47,11 +47,11 @@ class PlacedTerms:
         self.owners[owner][node] += 1
 
     @property
-    def required_anti(self) -> list[tuple[ipa.Term, np.ndarray]]:
+    def required_anti(self) -> list[tuple[Term, np.ndarray]]:
         return [(t, self.owners[w]) for t, w in self._anti]
 
     @property
-    def weighted(self) -> list[tuple[ipa.Term, int, np.ndarray]]:
+    def weighted(self) -> list[tuple[Term, int, np.ndarray]]:
         return [(t, sign, self.owners[w]) for t, sign, w in self._weighted]
 
     def concern(self, namespace: str, labels: dict[str, str]) -> bool:
@@ -67,8 +67,8 @@ class PodConstraints:
                  affinity_ok: np.ndarray):
         self.framework = framework
         self.states = framework.pod_states(spec, namespace, labels, affinity_ok)
-        found = [s.terms for _, s in self.states if isinstance(s, ipa.plugin.AffinityState)]
-        self.terms = found[0] if found else ipa.Terms([], [], [], [])
+        found = [s.terms for _, s in self.states if isinstance(s, AffinityState)]
+        self.terms = found[0] if found else Terms([], [], [], [])
         """The pod's own (anti-)affinity terms, which later pods' InterPodAffinity reads."""
 
     def filters(self, snap) -> list[tuple[str, np.ndarray]]:

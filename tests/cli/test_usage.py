@@ -233,6 +233,18 @@ def test_a_check_where_every_priority_is_zero_loads_no_preemption(tmp_path):
     assert evaluator <= _gpufleet_modules_after(tmp_path, with_class)
 
 
+def test_pods_without_affinity_or_spread_load_neither_plugins_filter(tmp_path):
+    # the plugins stay in the profile; what they count with loads once some pod has such rules
+    counting = {"gpufleet.scheduler.plugins.interpodaffinity.filtering",
+                "gpufleet.scheduler.plugins.podtopologyspread.filtering"}
+    assert not counting & _gpufleet_modules_after(tmp_path, PLAIN_POD)
+    spread = PLAIN_POD.replace("spec:\n", "spec:\n  topologySpreadConstraints: [{maxSkew: 1, topologyKey: "
+                               "kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}]\n  affinity: "
+                               "{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: "
+                               "kubernetes.io/hostname, labelSelector: {matchLabels: {a: b}}}]}}\n")
+    assert counting <= _gpufleet_modules_after(tmp_path, spread)
+
+
 def test_nodes_without_gpu_facts_load_no_discovery_types(tmp_path):
     # kubectl nodes carry no NVML facts: the types that hold them load only for a capacity file that has some
     assert "gpufleet.discovery.types" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)

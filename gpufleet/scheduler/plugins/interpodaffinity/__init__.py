@@ -1,17 +1,14 @@
-"""InterPodAffinity (pkg/scheduler/framework/plugins/interpodaffinity)."""
+"""InterPodAffinity (pkg/scheduler/framework/plugins/interpodaffinity).
 
-from gpufleet.scheduler.plugins.interpodaffinity.plugin import (
-    AFFINITY,
-    ANTI_AFFINITY,
-    EXISTING_ANTI_AFFINITY,
-    InterPodAffinity,
-    Term,
-    Terms,
-    filter_failures,
-    merge_namespace_selectors,
-    score,
-    terms_of,
-)
+The plugin loads with the profile; its terms, Filter (and failure reasons) and Score on first use (PEP 562),
+when some pod's placement depends on the pods around it."""
 
-__all__ = ["AFFINITY", "ANTI_AFFINITY", "EXISTING_ANTI_AFFINITY", "InterPodAffinity", "Term", "Terms",
-           "filter_failures", "merge_namespace_selectors", "score", "terms_of"]
+from gpufleet.lazy import names_on_first_use
+from gpufleet.scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
+
+_WHERE = {"AFFINITY": "filtering", "ANTI_AFFINITY": "filtering", "EXISTING_ANTI_AFFINITY": "filtering",
+          "Term": "filtering", "Terms": "filtering", "filter_failures": "filtering",
+          "merge_namespace_selectors": "filtering", "terms_of": "filtering", "score": "scoring"}
+
+__all__ = ["InterPodAffinity", *sorted(_WHERE)]
+__getattr__ = names_on_first_use(__name__, _WHERE)

@@ -1,15 +1,6 @@
 """PodTopologySpread: the pod's own topologySpreadConstraints
-(pkg/scheduler/framework/plugins/podtopologyspread, v1.34.1: filtering.go, scoring.go).
-
-Filter, for each `DoNotSchedule` constraint in order: a node without the topology label fails ("missing
-required label"); else its domain's matching pods + 1 (if the pod matches its own selector) - the least
-matching pods over all domains must not exceed maxSkew (the least is 0 while there are fewer domains than
-minDomains). Pods are counted in the pod's namespace, on nodes that match the pod's node selector and
-required node affinity (nodeAffinityPolicy Honor) and carry every constraint's label; taints are ignored
-(nodeTaintsPolicy Ignore). `matchLabelKeys` adds the pod's own values of those labels to the selector.
-
-Score, for `ScheduleAnyway` constraints: per scored node, the sum over constraints of matching pods in its
-domain x log(domains + 2) + maxSkew - 1, rounded; then reversed and scaled so fewer pods score higher.
+(pkg/scheduler/framework/plugins/podtopologyspread, v1.34.1: plugin.go; the Filter in filtering.py, the Score
+in scoring.py, each loaded when some pod of a check has constraints).
 
 A pod without constraints of its own gets the system default ones instead when a Service, ReplicaSet or
 StatefulSet selects it: those are in system_default.py, kept per workload by the simulation (their counts
@@ -18,111 +9,14 @@ change with every pod placed).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpufleet.labels import selector_matches
-from gpufleet.scheduler.framework.interface import MAX_NODE_SCORE, Plugin, Reads
-from gpufleet.scheduler.pods_on_nodes import PodsOnNodes
+from gpufleet.scheduler.framework.interface import Plugin, Reads
 
-NOT_MATCH = "node(s) didn't match pod topology spread constraints"
-MISSING_LABEL = NOT_MATCH + " (missing required label)"
-HOSTNAME = "kubernetes.io/hostname"
-
-
-@dataclass(frozen=True)
-class Constraint:
-    max_skew: int
-    key: str
-    selector: dict | None
-    min_domains: int
-    self_match: bool
-
-
-def constraints(spec: dict, labels: dict[str, str], when: str) -> list[Constraint]:
-    out = []
-    for c in spec.get("topologySpreadConstraints") or ():
-        if not isinstance(c, dict) or c.get("whenUnsatisfiable") != when:
-            continue
-        selector = c.get("labelSelector")
-        keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
-        if selector is not None and keys:
-            pinned = ({"key": k, "operator": "In", "values": [labels[k]]} for k in keys)
-            selector = {**selector, "matchExpressions": [*(selector.get("matchExpressions") or ()), *pinned]}
-        out.append(Constraint(int(c.get("maxSkew") or 1), str(c.get("topologyKey") or ""), selector,
-                              int(c.get("minDomains") or 1), selector_matches(selector, labels)))
-    return out
-
-
-def _counted(cons: list[Constraint], domains, affinity_ok: np.ndarray) -> np.ndarray:
-    """Nodes whose pods count: they match the pod's node affinity and carry every constraint's label."""
-    counted = affinity_ok.copy()
-    for c in cons:
-        counted &= domains(c.key) >= 0
-    return counted
-
-
-def filter_failures(cons: list[Constraint], pods: PodsOnNodes, domains, affinity_ok: np.ndarray,
-                    namespace: str) -> list[tuple[str, np.ndarray]]:
-    """(reason, nodes failing it) per constraint, in order (a node reports the first it fails)."""
-    counted = _counted(cons, domains, affinity_ok)
-    out = []
-    for c in cons:
-        dom = domains(c.key)
-        counts = pods.count(c.selector, frozenset((namespace,)))
-        size = max(int(dom.max()) + 1 if len(dom) else 0, 1)  # at least one slot: no node may have the label
-        per_domain = np.bincount(dom[counted], weights=counts[counted], minlength=size).astype(np.int64)
-        present = np.zeros(size, dtype=bool)
-        present[dom[counted]] = True
-        least = int(per_domain[present].min()) if present.any() else 2**31 - 1
-        if int(present.sum()) < c.min_domains:
-            least = 0
-        missing = dom < 0
-        skew = np.where(missing, 0, per_domain[np.maximum(dom, 0)]) + int(c.self_match) - least
-        out.append((MISSING_LABEL, missing))
-        out.append((NOT_MATCH, ~missing & (skew > c.max_skew)))
-    return out
-
-
-def score(cons: list[Constraint], pods: PodsOnNodes, domains, affinity_ok: np.ndarray, namespace: str,
-          window: np.ndarray) -> np.ndarray:
-    """Normalised scores of the window's nodes (0 for a node without every constraint's label)."""
-    ignored = np.zeros(len(window), dtype=bool)
-    for c in cons:
-        ignored |= domains(c.key)[window] < 0
-    counted = _counted(cons, domains, affinity_ok)
-    raw = np.zeros(len(window), dtype=np.float64)
-    for c in cons:
-        dom = domains(c.key)
-        counts = pods.count(c.selector, frozenset((namespace,)))
-        if c.key == HOSTNAME:
-            size = int(len(window) - ignored.sum())
-            cnt = counts[window]
-        else:
-            size = len(set(dom[window][~ignored].tolist()))
-            per_domain = np.bincount(dom[counted], weights=counts[counted], minlength=max(int(dom.max()) + 1, 1))
-            cnt = per_domain[np.maximum(dom[window], 0)]
-        raw = raw + (cnt * math.log(size + 2) + (c.max_skew - 1))
-    rounded = np.floor(raw + 0.5).astype(np.int64)  # math.Round: half away from zero (all >= 0 here)
-    kept = rounded[~ignored]
-    if not len(kept):
-        return np.zeros(len(window), dtype=np.int64)
-    top, low = int(kept.max()), int(kept.min())
-    if top == 0:
-        normal = np.full(len(window), MAX_NODE_SCORE, dtype=np.int64)
-    else:
-        normal = MAX_NODE_SCORE * (top + low - rounded) // top
-    return np.where(ignored, 0, normal)
-
-
-@dataclass(frozen=True)
-class SpreadState:
-    hard: list[Constraint]
-    soft: list[Constraint]
-    namespace: str
-    affinity_ok: np.ndarray
+if TYPE_CHECKING:
+    from gpufleet.scheduler.plugins.podtopologyspread.filtering import SpreadState
 
 
 class PodTopologySpread(Plugin):
@@ -134,15 +28,21 @@ class PodTopologySpread(Plugin):
 
     def pod_state(self, spec: dict, namespace: str, labels: dict[str, str],
                   affinity_ok: np.ndarray) -> SpreadState:
+        from gpufleet.scheduler.plugins.podtopologyspread.filtering import SpreadState, constraints
+
         return SpreadState(constraints(spec, labels, "DoNotSchedule"),
                            constraints(spec, labels, "ScheduleAnyway"), namespace, affinity_ok)
 
     def pod_filter(self, state: SpreadState, snap) -> list[tuple[str, np.ndarray]]:
         if not state.hard:
             return []
+        from gpufleet.scheduler.plugins.podtopologyspread.filtering import filter_failures
+
         return filter_failures(state.hard, snap.pods, snap.domains, state.affinity_ok, state.namespace)
 
     def pod_score(self, state: SpreadState, snap, window: np.ndarray) -> np.ndarray | None:
         if not state.soft:
             return None
+        from gpufleet.scheduler.plugins.podtopologyspread.scoring import score
+
         return score(state.soft, snap.pods, snap.domains, state.affinity_ok, state.namespace, window)
