@@ -299,9 +299,22 @@ def _blocked(result: CheckResult) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Node], pool_name, ert: bool):
+def _pools_passing(w: PodWorkload, requests: dict[str, int], nodes: Sequence[Node], pool_name, ert: bool,
+                   known: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The pools with a node whose static filters the workload's pods pass, in node order. `known`: the
+    answers so far, by what the filters read of a pod (pending workloads of one shape ask once); a pool that
+    has such a node is not asked again."""
     terms = pod_terms(w.spec, requests, ert)
-    return tuple(dict.fromkeys(pool_name(n) for n in nodes if static_failure(n, terms) is None))
+    asked = repr(terms)
+    found = known.get(asked)
+    if found is None:
+        passing: dict[str, None] = {}
+        for n in nodes:
+            pool = pool_name(n)
+            if pool not in passing and static_failure(n, terms) is None:
+                passing[pool] = None
+        found = known[asked] = tuple(passing)
+    return found
 
 
 def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod], workloads: Sequence[PodWorkload],
@@ -337,6 +350,7 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
     drawn = {n.name: published[n.name] for n in nodes if n.name in published and not node_gpus(n)}
     dra = _dra_devices(result, drawn, dra_claimed)
     views: list[WorkloadView] = []
+    passing_known: dict[str, tuple[str, ...]] = {}
     for key in dict.fromkeys(result.checked):
         w = by_key.get(key)
         if w is None:
@@ -367,8 +381,8 @@ def build_report(title: str, nodes: Sequence[Node], running: Sequence[BoundPod],
         elif key in preempting:
             verdict = PREEMPTS
         budget = node_gpu_memory(node_by_name[first], requests) if first in node_by_name and request else None
-        passing = _pools_passing(w, requests, nodes, pool_name, ert) if verdict in ("pending", "partly", "never") \
-            else ()
+        passing = _pools_passing(w, requests, nodes, pool_name, ert, passing_known) \
+            if verdict in ("pending", "partly", "never") else ()
         held_by, fix = blocked.get(key, ("", ""))
         bar = _model_bar(w, node_by_name[first], requests) if first in node_by_name and request else None
         views.append(WorkloadView(key, len(views), w.replicas, n_placed, request, w.expected_gpu_memory_mib,

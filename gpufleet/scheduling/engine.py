@@ -70,7 +70,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
                     *, extended_resource_toleration: bool = False, tie_runs: int = TIE_RUNS,
                     preemption: bool = True, default_spreading: Spreading = "direct",
                     made_directly: frozenset[str] = frozenset(),
-                    waiting: Mapping[str, int] | None = None) -> CheckResult:
+                    waiting: Mapping[str, int] | None = None, apart: frozenset[str] = frozenset()) -> CheckResult:
     """Check manifest dicts (Kubernetes JSON shape) against nodes and the pods already bound to them.
 
     `nodes` are capacity-model Nodes or Node objects as `kubectl get nodes -o json` items; `running_pods`
@@ -85,7 +85,9 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
     of workloads whose pods are made without their owner whatever `default_spreading` says (the copies of a
     headroom probe, as cluster-capacity makes them). `waiting`: per controller (workload key), its pods not
     bound yet, which a PodDisruptionBudget without status counts in its controller's scale (Pod objects among
-    `running_pods` that are not bound add theirs).
+    `running_pods` that are not bound add theirs). `apart`: keys of workloads that each come after all the
+    others, alone, on a copy of what they left (the probes of a headroom table, answered in one pass); not with
+    preemption.
     """
     collecting = gc.isenabled()
     gc.disable()  # the check makes no reference cycles; collections would only rescan the parsed input
@@ -113,6 +115,7 @@ def check_workloads(nodes: Sequence[Node | dict], running_pods: Sequence[BoundPo
             check.services = _service_selectors(flatten(manifests))
         check.owned = default_spreading == "controllers"
         check.made_directly = made_directly
+        check.apart = apart
         if any(w.spec.get("resourceClaims") for w in workloads):
             from gpufleet.scheduler.plugins.dynamicresources.claims import (
                 DraState,  # CEL loads only for pods with claims
@@ -153,6 +156,8 @@ class _Check:
         self.services: dict[str, list[dict[str, str]]] | None = None
         """Per namespace, the selectors of its Services; None: no system default spreading."""
         self.made_directly: frozenset[str] = frozenset()
+        self.apart: frozenset[str] = frozenset()
+        """Keys of workloads each placed alone after the others (check_workloads' `apart`)."""
         self.waiting: Mapping[str, int] = {}
         """Per controller, its pods not bound yet (check_workloads' `waiting`)."""
         self.owned = False
@@ -192,8 +197,11 @@ class _Check:
                                           {pod: first + k for pod, k in self.remade_of.items()}, self.waiting)
             if priorities is not None:
                 remade = {first + k: self._shape(w) for k, w in enumerate(self.remade)}
+        apart = [i for i in shapes if self.workloads[i].key in self.apart]
+        if apart and priorities is not None:
+            raise ValueError("workloads placed apart are answered without preemption (preemption=False)")
         simulation = Simulation(self.snapshot, [*self.workloads, *self.remade], shapes, kind_of, self.dra_base,
-                                constraints, priorities, self._default_spreads(shapes), remade)
+                                constraints, priorities, self._default_spreads(shapes), remade, apart)
         runs = [simulation.run(0)]
         if runs[0].decisive_ties:
             runs += [simulation.run(seed) for seed in range(1, tie_runs)]

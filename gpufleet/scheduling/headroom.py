@@ -30,6 +30,7 @@ from gpufleet.scheduling.result import Evicted
 
 if TYPE_CHECKING:
     from gpufleet.scheduling.engine import Spreading
+    from gpufleet.scheduling.result import CheckResult
 
 PROBE_NAME = "gpufleet-headroom-probe"
 #: Replicas tried when nothing bounds them (a probe asking for no resource at all): the pods per node do.
@@ -150,52 +151,82 @@ def headroom(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[di
     `waiting`: as check_workloads."""
     from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
 
-    namespace, meta, spec = probe_pod(probe)
-    missing = _missing_claim(namespace, spec, manifests)
-    if missing is not None:
-        raise ProbeError(f"the probe's pod claim {missing}, which none of the inputs holds: put it beside the "
-                         "probe's workload in the probe file (every copy of the probe needs it)")
     node_list, pod_list = _nodes(nodes), _pods(pods)
-    level = None
-    in_the_way = pod_list
-    if preemption:  # the room of every pod the copies may evict counts as free for the bound
-        from gpufleet.admission.priority import priority_classes
-
-        known = priority_classes(list(flatten(manifests)))
-        level = known.of(spec)
-        in_the_way = [p for p in pod_list
-                      if (p.priority if p.priority is not None else known.of({}, p.priority_class)) >= level]
-    bound = upper_bound(node_list, in_the_way, pod_requests(spec))
-    if spec.get("resourceClaims"):
-        bound = min(bound, device_bound(node_list, namespace, spec, _dra(manifests)))
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
-                  "metadata": {"name": PROBE_NAME, "namespace": namespace},
-                  "spec": {"replicas": bound, "template": {"metadata": copy.deepcopy(meta), "spec": spec}}}
-    key = f"Deployment/{namespace}/{PROBE_NAME}"
-    result = check_workloads(node_list, pod_list, [*manifests, deployment],
+    one = _Probe.of(node_list, pod_list, manifests, probe, preemption)
+    result = check_workloads(node_list, pod_list, [*manifests, one.deployment],
                              extended_resource_toleration=extended_resource_toleration,
                              tie_runs=tie_runs or HEADROOM_RUNS, preemption=preemption,
-                             default_spreading=default_spreading, made_directly=frozenset((key,)), waiting=waiting)
-    by_node = {node: n for k, node, n in result.placements if k == key}
-    placed = sum(by_node.values())
-    stuck = next((u for u in result.unschedulable if u.workload == key), None)
-    if stuck is not None and stuck.reason == "rejected":
-        raise ProbeError(f"the probe is not a valid pod: {stuck.message}")
-    per_run = sorted(bound - p for p in result.pending_by_run.get(key, ())) or [placed]
-    middle = per_run[len(per_run) // 2] if len(per_run) % 2 else (per_run[len(per_run) // 2 - 1]
-                                                                    + per_run[len(per_run) // 2]) // 2
-    named = {n.name: n for n in node_list}
-    devices = _device_kinds(result.device_uses, key, manifests) if spec.get("resourceClaims") else {}
-    products: Counter = Counter()
-    zones: Counter = Counter()
-    for node, n in by_node.items():
-        labels = named[node].labels if node in named else {}
-        products[devices.get(node) or _product(labels, spec)] += n
-        zones[labels.get(ZONE_LABEL, "(no zone)")] += n
-    victims = next((p.victims for p in result.preemptions if p.workload == key), ())
-    return Headroom(key, middle, (min(per_run), max(per_run)), dict(sorted(by_node.items())),
-                    dict(sorted(products.items())), dict(sorted(zones.items())),
-                    stuck.message if stuck is not None else "", bound, level, victims)
+                             default_spreading=default_spreading, made_directly=frozenset((one.key,)), waiting=waiting)
+    return one.answer(result, node_list, manifests)
+
+
+@dataclass
+class _Probe:
+    """A probe made ready for a check: its pod, as a Deployment of `bound` replicas (more than could fit)."""
+
+    namespace: str
+    spec: dict
+    bound: int
+    level: int | None
+    deployment: dict
+
+    @property
+    def key(self) -> str:
+        return f"Deployment/{self.namespace}/{self.deployment['metadata']['name']}"
+
+    @classmethod
+    def of(cls, node_list: list[Node], pod_list: list[BoundPod], manifests: list[dict], probe: dict,
+           preemption: bool = False, name: str = PROBE_NAME) -> _Probe:
+        namespace, meta, spec = probe_pod(probe)
+        missing = _missing_claim(namespace, spec, manifests)
+        if missing is not None:
+            raise ProbeError(f"the probe's pod claim {missing}, which none of the inputs holds: put it beside the "
+                             "probe's workload in the probe file (every copy of the probe needs it)")
+        level = None
+        in_the_way = pod_list
+        if preemption:  # the room of every pod the copies may evict counts as free for the bound
+            from gpufleet.admission.priority import priority_classes
+
+            known = priority_classes(list(flatten(manifests)))
+            level = known.of(spec)
+            in_the_way = [p for p in pod_list
+                          if (p.priority if p.priority is not None else known.of({}, p.priority_class)) >= level]
+        bound = upper_bound(node_list, in_the_way, pod_requests(spec))
+        if spec.get("resourceClaims"):
+            bound = min(bound, device_bound(node_list, namespace, spec, _dra(manifests)))
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                      "metadata": {"name": name, "namespace": namespace},
+                      "spec": {"replicas": bound, "template": {"metadata": copy.deepcopy(meta), "spec": spec}}}
+        return cls(namespace, spec, bound, level, deployment)
+
+    def answer(self, result: CheckResult, node_list: list[Node], manifests: list[dict]) -> Headroom:
+        """The probe's copies in a check's result: how many, where, and what stopped the next."""
+        key, bound, spec = self.key, self.bound, self.spec
+        by_node = {node: n for k, node, n in result.placements if k == key}
+        placed = sum(by_node.values())
+        mine = [u for u in result.unschedulable if u.workload == key]
+        refused = next((u for u in mine if u.reason == "rejected"), None)
+        if refused is not None and (refused.refused_by == "Pod" or refused.refused_by.startswith("PriorityClass")):
+            raise ProbeError(f"the probe is not a valid pod: {refused.message}")
+        # a quota or limit range lets `admitted` copies in (the API server refuses the next): the scheduler
+        # sees only those, and what stops the count is the first copy it cannot place, else the refusal
+        asked = bound - (refused.pending if refused is not None else 0)
+        per_run = sorted(asked - p for p in result.pending_by_run.get(key, ())) or [placed]
+        stuck = next((u for u in mine if u.reason != "rejected"), refused)
+        middle = per_run[len(per_run) // 2] if len(per_run) % 2 else (per_run[len(per_run) // 2 - 1]
+                                                                        + per_run[len(per_run) // 2]) // 2
+        named = {n.name: n for n in node_list}
+        devices = _device_kinds(result.device_uses, key, manifests) if spec.get("resourceClaims") else {}
+        products: Counter = Counter()
+        zones: Counter = Counter()
+        for node, n in by_node.items():
+            labels = named[node].labels if node in named else {}
+            products[devices.get(node) or _product(labels, spec)] += n
+            zones[labels.get(ZONE_LABEL, "(no zone)")] += n
+        victims = next((p.victims for p in result.preemptions if p.workload == key), ())
+        return Headroom(key, middle, (min(per_run), max(per_run)), dict(sorted(by_node.items())),
+                        dict(sorted(products.items())), dict(sorted(zones.items())),
+                        stuck.message if stuck is not None else "", bound, self.level, victims)
 
 
 def _product(labels: dict[str, str], spec: dict) -> str:
@@ -267,12 +298,13 @@ class Shape:
     nodes: frozenset[str] = frozenset()
     """A claim shape's nodes: those that reach its devices."""
 
-    def pod(self) -> dict:
+    def pod(self, template: str = PROBE_NAME) -> dict:
+        """The probe's pod; a claim shape's claims its ResourceClaimTemplate `template` (`objects`)."""
         container: dict = {"name": "probe", "image": "registry.k8s.io/pause:3.10"}
         spec: dict = {"containers": [container]}
         if self.device_class:
             container["resources"] = {"claims": [{"name": CLAIM}]}
-            spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": PROBE_NAME}]
+            spec["resourceClaims"] = [{"name": CLAIM, "resourceClaimTemplateName": template}]
         else:
             container["resources"] = {"limits": {self.resource: self.count}}
         if self.resource == "nvidia.com/gpu":
@@ -282,15 +314,15 @@ class Shape:
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "default"},
                 "spec": spec}
 
-    def objects(self) -> list[dict]:
-        """What the probe needs beside its pod: a claim shape's ResourceClaimTemplate."""
+    def objects(self, template: str = PROBE_NAME) -> list[dict]:
+        """What the probe needs beside its pod: a claim shape's ResourceClaimTemplate, named `template`."""
         if not self.device_class:
             return []
         exactly: dict = {"deviceClassName": self.device_class, "count": self.count}
         if self.selector:
             exactly["selectors"] = [{"cel": {"expression": self.selector}}]
         return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                 "metadata": {"name": PROBE_NAME, "namespace": "default"},
+                 "metadata": {"name": template, "namespace": "default"},
                  "spec": {"spec": {"devices": {"requests": [{"name": CLAIM, "exactly": exactly}]}}}}]
 
 
@@ -331,23 +363,54 @@ def standard_shapes(nodes: Sequence[Node], dra: DraObjects | None = None) -> lis
 def headroom_table(nodes: Sequence[Node], pods: Sequence[BoundPod], manifests: list[dict], *,
                    extended_resource_toleration: bool = False, tie_runs: int = 1,
                    default_spreading: Spreading = "direct") -> list[tuple[Shape, Headroom]]:
-    """Headroom of every standard shape after the manifests are placed: at a glance, one seeded run per shape
-    (each shape re-places the manifests; `headroom --probe` gives the median over HEADROOM_RUNS).
+    """Headroom of every standard shape after the manifests are placed: at a glance, one seeded run
+    (`headroom --probe` gives the median over HEADROOM_RUNS). The manifests are placed once; each shape's probe
+    then comes alone on a copy of what they left, as if it were the only one (check_workloads' `apart`),
+    unless a ResourceQuota in the probes' namespace would count them all together: then one check per shape.
     `default_spreading`: as check_workloads, for `manifests`."""
-    from gpufleet.scheduling.engine import _nodes, _pods
+    from gpufleet.scheduling.engine import _nodes, _pods, check_workloads
 
     node_list, pod_list = _nodes(nodes), _pods(pods)
-    rows = []
+    rows: list[tuple[Shape, Headroom | None]] = []
     for shape in standard_shapes(node_list, _dra(manifests)):
         if not shape.tolerates and not extended_resource_toleration and _all_tainted(node_list, shape):
             # every node that could hold it repels it: the scheduler places none (its Filter, not a guess)
             rows.append((shape, Headroom(f"probe {shape.label}", 0, (0, 0), stopped_by="every node with this "
                                          "GPU has the nvidia.com/gpu taint the probe does not tolerate")))
-            continue
-        rows.append((shape, headroom(node_list, pod_list, [*manifests, *shape.objects()], shape.pod(),
-                                     extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs,
-                                     default_spreading=default_spreading)))
-    return rows
+        else:
+            rows.append((shape, None))
+    asked = {k: shape for k, (shape, answer) in enumerate(rows) if answer is None}
+    if any(o.get("kind") == "ResourceQuota" and _namespace(o) == "default" for o in flatten(manifests)):
+        for k, shape in asked.items():
+            rows[k] = (shape, headroom(node_list, pod_list, [*manifests, *shape.objects()], shape.pod(),
+                                       extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs,
+                                       default_spreading=default_spreading))
+    elif asked:
+        probes: dict[int, tuple[_Probe, list[dict]]] = {}
+        for k, shape in asked.items():
+            name = f"{PROBE_NAME}-{k}"
+            objects = shape.objects(name)
+            probes[k] = (_Probe.of(node_list, pod_list, [*manifests, *objects], shape.pod(name), name=name), objects)
+        keys = frozenset(probe.key for probe, _ in probes.values())
+        extra = [o for _, objects in probes.values() for o in objects]
+        result = check_workloads(node_list, pod_list,
+                                 [*manifests, *extra, *(probe.deployment for probe, _ in probes.values())],
+                                 extended_resource_toleration=extended_resource_toleration, tie_runs=tie_runs,
+                                 preemption=False, default_spreading=default_spreading, made_directly=keys,
+                                 apart=keys)
+        for k, (probe, objects) in probes.items():
+            answer = probe.answer(result, node_list, [*manifests, *objects])
+            name = probe.deployment["metadata"]["name"]
+            answer.probe = f"Deployment/default/{PROBE_NAME}"  # as a check of that one probe names it
+            answer.stopped_by = answer.stopped_by.replace(name, PROBE_NAME)
+            rows[k] = (asked[k], answer)
+    return [(shape, answer) for shape, answer in rows if answer is not None]
+
+
+def _namespace(obj: dict) -> str:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
 
 
 def _all_tainted(nodes: Sequence[Node], shape: Shape) -> bool:

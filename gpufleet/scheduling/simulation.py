@@ -12,6 +12,7 @@ runs several and compares them.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,15 +41,18 @@ class Simulation(PreemptionTurns):
     def __init__(self, base: Snapshot, workloads: list[PodWorkload], shapes: dict[int, PodShape],
                  same_node_kind: np.ndarray, dra_base=None, constraints: dict[int, PodConstraints] | None = None,
                  priorities: PriorityInputs | None = None, spreads: dict[int, SpreadInputs] | None = None,
-                 remade: dict[int, PodShape] | None = None):
+                 remade: dict[int, PodShape] | None = None, apart: Sequence[int] = ()):
         """`shapes`: the workloads to schedule (by index), in order; `same_node_kind`: per node, an id equal
         for nodes that every plugin sees alike (class and images); `constraints`: per workload, its pods
         against the others, when some pod's placement depends on where other pods are (`base` then keeps
         the pods on each node); `priorities`: when some pod may preempt others; `spreads`: per workload, its
         system default spreading, for those that get it; `remade`: the workloads (after the check's) that
-        stand for the new pods running pods' controllers make when they are evicted, scheduled only then."""
+        stand for the new pods running pods' controllers make when they are evicted, scheduled only then;
+        `apart`: workloads (among `shapes`) that each come after all the others, alone on a copy of what they
+        left (`_place_apart`)."""
         self.base, self.workloads, self.dra_base = base, workloads, dra_base
-        self.scheduled = list(shapes)
+        self.apart = [i for i in shapes if i in set(apart)]
+        self.scheduled = [i for i in shapes if i not in set(apart)]
         self.shapes = {**shapes, **(remade or {})}
         if dra_base is not None:
             dra_base.attach(base.nodes)
@@ -175,7 +179,38 @@ class Simulation(PreemptionTurns):
         # In the end every victim is gone: the pods waiting for room try again on what they left.
         while pre is not None and (self._let_go(pre) or pre.retry or pre.evictions):
             start = self._replace_evicted(snap, rng, tie, placed, run, pre, start)
+        if self.apart:
+            self._place_apart(snap, dra, start, rng, run)
         return run
+
+    def _place_apart(self, snap: Snapshot, dra, start: int, rng: random.Random, run: Run) -> None:
+        """Each workload of `apart` as if it came last and alone: on its own copy of the nodes, devices, node
+        index and random draws the others left. Its pods hold no place in `run.occupants` (no other workload
+        sees them; an explanation names only the workloads before it)."""
+        draws, occupants = rng.getstate(), {node: dict(held) for node, held in run.occupants.items()}
+        for index in self.apart:
+            rng.setstate(draws)
+            mine, devices = snap.copy(), (dra.copy() if dra is not None else None)
+            shape, w = self.shapes[index], self.workloads[index]
+            out = run.outcomes[index] = Outcome()
+
+            def tie(best: np.ndarray, mine: Snapshot = mine, claims: bool = devices is not None) -> None:
+                if self._decisive(mine, best, claims):
+                    run.decisive_ties += 1
+
+            if w.spec.get("resourceClaims"):
+                self._claims_run(mine, devices, shape, w, start, rng, run, index, out, self._spread(index, run))
+            else:
+                pod = self.constraints.get(index)
+                if pod is not None and self._by_rules(mine, index):
+                    got, failed, _ = self._one_by_one(mine, shape, w, index, pod, start, rng, run)
+                else:
+                    got, failed, _ = schedule_replicas(mine, shape, w.replicas, start, rng, tie,
+                                                       Kept(mine, shape, 0), Landed(), self._spread(index, run))
+                out.nodes, out.placed = got, len(got)
+                if failed is not None:
+                    out.pending, out.message, out.blocked = w.replicas - len(got), failed.message, failed.blocked
+            run.occupants = {node: dict(held) for node, held in occupants.items()}
 
     def _turns(self) -> list[tuple[int, int]]:
         """(workload index, pods) in the order the scheduler takes them: manifest order, whole workloads,

@@ -161,3 +161,27 @@ def test_classes_that_select_the_same_devices_share_one_row_per_shape(tmp_path):
     table = _dra_table(DRA / "resourceslices.json", DRA / "resourceclaims.json", h100)
     assert {s for s, _ in table} == {f"{n}x NVIDIA H100 80GB HBM3 (gpu.nvidia.com, h100.example.com)"
                                      for n in (1, 2, 4, 8)}
+
+
+def test_a_quota_in_the_probes_namespace_caps_the_count_and_is_what_stops_it(tmp_path):
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"kind": "List", "items": [{
+        "kind": "Node", "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}}}]}))
+    quota = tmp_path / "quota.yaml"
+    quota.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ResourceQuota",
+                                     "metadata": {"name": "gpus", "namespace": "default"},
+                                     "spec": {"hard": {"requests.nvidia.com/gpu": "3"}}}))
+    probe = tmp_path / "probe.yaml"
+    container = {"name": "c", "image": "nvcr.io/nvidia/cuda:12.8.0", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    meta = {"name": "p", "namespace": "default"}
+    probe.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                                     "spec": {"containers": [container]}}))
+    done = run("headroom", "--probe", probe, "--nodes", nodes, "--json", quota)
+    assert done.code == 0, done.err  # the quota is the cluster's answer, not a fault of the probe
+    doc = json.loads(done.out)
+    assert doc["instances"] == 3 and doc["byNode"] == {"gpu-1": 3}
+    assert "exceeded quota: gpus" in doc["stoppedBy"]
+    shapes = run("headroom", "--shapes", "--nodes", nodes, "--json", quota)
+    assert shapes.code == 0, shapes.err
+    assert "exceeded quota" in shapes.out
