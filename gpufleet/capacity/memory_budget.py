@@ -19,12 +19,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpufleet.capacity.model import Node
-from gpufleet.nvidia.mig_profiles import profile_memory_mib
 
 if TYPE_CHECKING:  # the stack models (pydantic) load only where a stack is checked, not for manifests
     from gpufleet.config.node_pools import NodePool
     from gpufleet.config.stack import StackConfig
     from gpufleet.nvidia.products import GpuProduct
+
+
+def profile_memory_mib(product: GpuProduct | None, profile: str) -> int | None:
+    """A MIG profile's memory on the product (gpufleet.nvidia.mig_profiles, whose tables load only where a MIG
+    profile is asked about)."""
+    from gpufleet.nvidia.mig_profiles import profile_memory_mib as of_profile
+
+    return of_profile(product, profile)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpufleet.nvidia.mig_profiles import resource_name as mig_resource_name
-
 GPU = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"
 
@@ -21,6 +19,8 @@ def shared_name(resource: str, rename_by_default: bool) -> str:
 def workload_resource(mig_strategy: str, mig_profile: str | None, shared: bool, rename_by_default: bool) -> str:
     """The extended resource a container must request for the GPU it wants."""
     if mig_profile is not None and mig_strategy == "mixed":
+        from gpufleet.nvidia.mig_profiles import resource_name as mig_resource_name  # the tables load with it
+
         base = mig_resource_name(mig_profile)
     else:
         base = GPU

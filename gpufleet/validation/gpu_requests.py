@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeGuard
 
-from gpufleet.nvidia.mig_profiles import TABLES, resource_name
-
 NVIDIA_PREFIX = "nvidia.com/"
 LEGACY_GPU = "alpha.kubernetes.io/nvidia-gpu"
 #: nvidia.com/ names other GPU schedulers use (HAMi); not the device plugin's, so not judged here.
@@ -78,6 +76,8 @@ def shown(value: Any) -> str:
 
 
 def _known_mig_resources(profiles: frozenset[str] | None) -> set[str]:
+    from gpufleet.nvidia.mig_profiles import TABLES, resource_name  # loaded for a MIG resource only
+
     names = profiles if profiles is not None else {p for t in TABLES.values() for p in t.profiles}
     return {resource_name(p) for p in names}
 

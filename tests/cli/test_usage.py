@@ -245,6 +245,12 @@ def test_pods_without_affinity_or_spread_load_neither_plugins_filter(tmp_path):
     assert counting <= _gpufleet_modules_after(tmp_path, spread)
 
 
+def test_pods_asking_for_no_mig_slice_load_no_mig_tables(tmp_path):
+    assert "gpufleet.nvidia.mig_profiles" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)
+    mig = PLAIN_POD.replace("nvidia.com/gpu: 1", "nvidia.com/mig-1g.10gb: 1")
+    assert "gpufleet.nvidia.mig_profiles" in _gpufleet_modules_after(tmp_path, mig)
+
+
 def test_nodes_without_gpu_facts_load_no_discovery_types(tmp_path):
     # kubectl nodes carry no NVML facts: the types that hold them load only for a capacity file that has some
     assert "gpufleet.discovery.types" not in _gpufleet_modules_after(tmp_path, PLAIN_POD)
