@@ -51,8 +51,9 @@ class Simulation(PreemptionTurns):
         `apart`: workloads (among `shapes`) that each come after all the others, alone on a copy of what they
         left (`_place_apart`)."""
         self.base, self.workloads, self.dra_base = base, workloads, dra_base
-        self.apart = [i for i in shapes if i in set(apart)]
-        self.scheduled = [i for i in shapes if i not in set(apart)]
+        alone = set(apart)
+        self.apart = [i for i in shapes if i in alone]
+        self.scheduled = [i for i in shapes if i not in alone]
         self.shapes = {**shapes, **(remade or {})}
         if dra_base is not None:
             dra_base.attach(base.nodes)

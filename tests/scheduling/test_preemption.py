@@ -415,17 +415,17 @@ def test_a_budget_without_status_counts_as_the_disruption_controller_does():
 
     deployment_pods = [victim(1, key="Deployment/team/train") for _ in range(4)]
     job_pods = [victim(1, key="Job/team/nightly") for _ in range(4)]
-    assert _computed(Budget("team", "b", {}, min_available=3), deployment_pods, 0) == 1
-    assert _computed(Budget("team", "b", {}, min_available="50%"), deployment_pods, 0) == 2
-    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods, 0) == 1
+    assert _computed(Budget("team", "b", {}, min_available=3), deployment_pods) == 1
+    assert _computed(Budget("team", "b", {}, min_available="50%"), deployment_pods) == 2
+    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods) == 1
     one_evicted = Counter({"Deployment/team/train": 1})
-    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods[:3], 1, one_evicted) == 0
+    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods[:3], one_evicted) == 0
     # the controller's scale, a Pending pod among its 5, leaves 4 healthy pods no disruption
-    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods, 0, Counter(),
+    assert _computed(Budget("team", "b", {}, max_unavailable=1), deployment_pods, Counter(),
                      {"Deployment/team/train": 5}) == 0
     # a Job has no scale: a percentage or maxUnavailable allows nothing; an integer minAvailable counts pods
-    assert _computed(Budget("team", "b", {}, max_unavailable=2), job_pods, 0) == 0
-    assert _computed(Budget("team", "b", {}, min_available=2), job_pods, 0) == 2
+    assert _computed(Budget("team", "b", {}, max_unavailable=2), job_pods) == 0
+    assert _computed(Budget("team", "b", {}, min_available=2), job_pods) == 2
 
 
 @settings(max_examples=60, deadline=None)

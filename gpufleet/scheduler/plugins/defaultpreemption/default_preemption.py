@@ -66,8 +66,8 @@ class PreemptionState:
     on_node: list[list[Victim]]
     budgets: list[Budget]
     rng: random.Random
-    evicted: list[int] = field(default_factory=list)
-    """Per budget: the pods it covers evicted so far in the run."""
+    evicted: list[Counter[str]] = field(default_factory=list)
+    """Per budget: the pods it covers evicted so far in the run, counted per controller (workload key)."""
     decision: Candidate | None = None
     random_pick: bool = False
     """Whether the last decision rested on the run's random draws (the offset or a full tie)."""
@@ -83,9 +83,7 @@ class PreemptionState:
     maxUnavailable expects (the disruption controller reads its scale); a controller not named counts its pods."""
 
     def __post_init__(self) -> None:
-        self.evicted = [0] * len(self.budgets)
-        self.gone: list[Counter[str]] = [Counter() for _ in self.budgets]
-        """Per budget: the controllers of the pods it covers evicted so far, with their counts."""
+        self.evicted = [Counter() for _ in self.budgets]
         self.leaving: dict[int, tuple[int, Victim]] = {}
         """The victims deleted but still on their node, terminating (by id: their node and the pod), in the order
         they were deleted."""
@@ -112,8 +110,8 @@ class PreemptionState:
                     if id(p) not in self.leaving:
                         for i in self.covering(p):
                             covered[i].append(p)
-        return [b.allowed - self.evicted[i] if b.allowed is not None
-                else _computed(b, covered[i], self.evicted[i], self.gone[i], self.scales)
+        return [b.allowed - self.evicted[i].total() if b.allowed is not None
+                else _computed(b, covered[i], self.evicted[i], self.scales)
                 for i, b in enumerate(self.budgets)]
 
     def terminate(self, node: int, victim: Victim) -> bool:
@@ -124,8 +122,7 @@ class PreemptionState:
             return False
         self.leaving[id(victim)] = (node, victim)
         for i in self.covering(victim):
-            self.evicted[i] += 1
-            self.gone[i][victim.key] += 1
+            self.evicted[i][victim.key] += 1
         return True
 
     def let_go(self) -> bool:
@@ -166,24 +163,25 @@ def put_back(snap: Any, node: int, victim: Victim) -> None:
 SCALABLE = ("Deployment", "ReplicaSet", "StatefulSet")
 
 
-def _computed(budget: Budget, covered: list[Victim], evicted: int, gone: Counter[str] | None = None,
+def _computed(budget: Budget, covered: list[Victim], evicted: Counter[str] | None = None,
               scales: dict[str, int] | None = None) -> int:
     """The disruptions a budget without status allows, as the disruption controller computes them: an integer
     minAvailable counts every covered pod; a percentage or maxUnavailable expects the scale of the controllers
-    of the covered pods, those evicted included (`scales`: their replicas, pods Pending among them; a controller
-    not in it counts its pods here and evicted; a pod of none is left out), and allows nothing when a covered
-    pod has another controller (a Job: the controller finds no scale and fails safe)."""
+    of the covered pods, those evicted included (`evicted`: per controller; `scales`: their replicas, pods
+    Pending among them; a controller not in it counts its pods here and evicted; a pod of none is left out), and
+    allows nothing when a covered pod has another controller (a Job: the controller finds no scale and fails
+    safe)."""
     healthy = len(covered)
+    counts = Counter(p.key for p in covered)
+    counts.update(evicted or {})
     if budget.max_unavailable is not None or isinstance(budget.min_available, str):
-        counts = Counter(p.key for p in covered)
-        counts.update(gone or {})
         kinds = {key.split("/", 1)[0] for key in counts}
         if kinds - {*SCALABLE, "Pod"}:
             return 0
         scales = scales or {}
         expected = sum(scales.get(key, n) for key, n in counts.items() if key and key.split("/", 1)[0] != "Pod")
         return max(0, healthy - _desired(budget, expected))
-    return max(0, healthy - _desired(budget, healthy + evicted))
+    return max(0, healthy - _desired(budget, counts.total()))
 
 
 def _scaled(value: int | str, expected: int) -> int:
