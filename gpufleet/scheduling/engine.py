@@ -406,6 +406,8 @@ class _Check:
         for node in first.nodes:
             counts[node] = counts.get(node, 0) + 1
         result.placements += [(w.key, self.nodes[i].name, n) for i, n in sorted(counts.items())]
+        if first.released and not first.pending:
+            result.warnings.append(Warning(w.key, _reallocated(first.released)))
         if first.by_preemption or first.evicted:
             from gpufleet.scheduling.preempting import preemption_verdict
 
@@ -518,3 +520,13 @@ def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: Ch
     for p in problems:
         result.warnings.append(Warning(p.workload, p.message))
     return problems[:1] if problems else []
+
+
+def _reallocated(released: list[tuple[str, str]]) -> str:
+    """The warning for a workload placed only once the scheduler deallocated claims it uses."""
+    names = ", ".join(f"{ns}/{name}" for ns, name in dict.fromkeys(released))
+    who = "a pod finds" if len(released) == 1 else f"{len(released)} of its pods find"
+    return (f"{who} no node at first: ResourceClaim {names} is allocated to devices on a node the pod cannot "
+            f"use and reserved for no pod. The scheduler deallocates it, tries the pod again, and allocates the "
+            f"claim anew; in a cluster that retry waits out the scheduler's backoff, and other pods may take the "
+            f"devices first")

@@ -290,8 +290,14 @@ class Simulation(PreemptionTurns):
 
     def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out, spread) -> int:
         for _ in range(w.replicas):
-            cycle, used = self._with_claims(snap, dra, shape, w, start, rng, spread)
+            cycle, used, released = self._with_claims(snap, dra, shape, w, start, rng, spread)
             start = (start + cycle.processed) % snap.n if snap.n else 0
+            while cycle.node is None and released is not None:
+                # The deallocation is an update of a claim the pod uses: the scheduler requeues the pod and
+                # tries it again (one claim per failed attempt, so this ends).
+                out.released.append(released)
+                cycle, used, released = self._with_claims(snap, dra, shape, w, start, rng, spread)
+                start = (start + cycle.processed) % snap.n if snap.n else 0
             if cycle.node is None:
                 out.pending, out.message, out.blocked = w.replicas - out.placed, cycle.message, cycle.blocked
                 break
@@ -316,18 +322,18 @@ class Simulation(PreemptionTurns):
         plugin = framework.claims_plugins[0]
         needs = plugin.pre_filter(dra, w.namespace, w.name, w.spec)
         if needs.gated:
-            return Cycle(None, 0, needs.gated), None
+            return Cycle(None, 0, needs.gated), None, None
         if needs.prefilter:
-            return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None
+            return Cycle(None, snap.n, f"0/{snap.n} nodes are available: {needs.prefilter}."), None, None
         outcomes = plugin.filter_claims(dra, needs)
         try:
             cycle = schedule_one(snap, shape, start, rng, outcomes, spread=spread)
         except FilterError as e:
-            return Cycle(None, snap.n, f'running "{plugin.name}" filter plugin: {e}'), None
-        if cycle.node is None:  # the pod stays Pending this attempt; what PostFilter frees, later pods may have
+            return Cycle(None, snap.n, f'running "{plugin.name}" filter plugin: {e}'), None, None
+        if cycle.node is None:  # Pending this attempt; PostFilter may free a claim, and then the pod is retried
             framework.run_post_filter_plugins({plugin.name: dra}, {plugin.name: needs}, cycle.extra_failures)
-            return cycle, None
-        return cycle, plugin.reserve(dra, needs, outcomes, cycle.node)
+            return cycle, None, needs.released
+        return cycle, plugin.reserve(dra, needs, outcomes, cycle.node), None
 
     def _decisive(self, snap: Snapshot, tied: np.ndarray, claims: bool) -> bool:
         if snap.n >= _WHOLE_FLEET or claims or snap.ports is not None:

@@ -30,7 +30,7 @@ from tests.scheduling.oracle_fleets import pod_count
 
 RESULTS = ROOT / "build" / "e2e" / "dra-scenarios.json"
 ORACLE = ROOT / "tests" / "fixtures" / "oracle-dra" / "scenarios.json"
-SEEDS = [0, 3, 5, 7, 11, 13]
+SEEDS = [0, 3, 5, 7, 11, 13, 120]
 WORKLOAD_KINDS = ("Pod", "Deployment", "Job")
 
 

@@ -204,6 +204,47 @@ def test_consumers_of_a_shared_claim_follow_it_to_its_node(tmp_path):
                                                    "affinity/selector, 1 resourceclaim not available on the node."}
 
 
+def idle_claim_on_node_b(reserved_for: list[dict]) -> dict:
+    """A claim of 2 GPUs allocated on dra-node-b, reserved for `reserved_for`."""
+    results = [{"request": "gpus", "driver": "gpu.nvidia.com", "pool": "dra-node-b", "device": d}
+               for d in ("gpu-0", "gpu-1")]
+    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                        "values": ["dra-node-b"]}]}]}
+    return {**shared_claim(2), "status": {"allocation": {"devices": {"results": results}, "nodeSelector": selector},
+                                          "reservedFor": reserved_for}}
+
+
+def test_a_claim_reserved_for_no_pod_is_deallocated_and_the_pod_tried_again_where_it_fits(tmp_path):
+    # The pod may only run on dra-node-a; its claim sits on dra-node-b, used by nobody. The scheduler's
+    # DynamicResources PostFilter deallocates it, the claim's update requeues the pod, and the next attempt
+    # allocates the claim on dra-node-a (a real control plane places such pods: tests/e2e/test_dra_scenarios.py).
+    shared = [{"name": "gpus", "resourceClaimName": "shared-gpus"}]
+    code, result = check(tmp_path, [idle_claim_on_node_b([]), pod("moved", shared, node="dra-node-a"),
+                                    pod("follower", shared)])
+    assert (code, result["unschedulable"]) == (0, [])
+    assert [w["workload"] for w in result["warnings"]] == ["Pod/ml/moved"]
+    assert "ResourceClaim ml/shared-gpus is allocated to devices on a node the pod cannot use and reserved for no " \
+           "pod" in result["warnings"][0]["message"]
+    # The follower goes where the claim went: dra-node-a, in every run.
+    from gpufleet.scheduling import check_workloads
+
+    nodes = json.loads((DRA / "nodes.json").read_text())["items"]
+    cluster = [*yaml.safe_load_all((DRA / "deviceclasses.yaml").read_text()),
+               *json.loads((DRA / "resourceslices.json").read_text())["items"]]
+    placed = check_workloads(nodes, [], [*cluster, idle_claim_on_node_b([]), pod("moved", shared, node="dra-node-a"),
+                                         pod("follower", shared)]).placements
+    assert sorted(placed) == [("Pod/ml/follower", "dra-node-a", 1), ("Pod/ml/moved", "dra-node-a", 1)]
+
+
+def test_a_claim_reserved_for_a_running_pod_is_not_deallocated(tmp_path):
+    shared = [{"name": "gpus", "resourceClaimName": "shared-gpus"}]
+    holder = [{"resource": "pods", "name": "holder", "uid": "9b0e6a4c-2f1d-4c6e-8f3a-1d2c3b4a5f60"}]
+    code, result = check(tmp_path, [idle_claim_on_node_b(holder), pod("moved", shared, node="dra-node-a")])
+    assert (code, result["warnings"]) == (1, [])
+    assert messages(result) == {"Pod/ml/moved": "0/2 nodes are available: 1 node(s) didn't match Pod's node "
+                                                "affinity/selector, 1 resourceclaim not available on the node."}
+
+
 def test_missing_device_class_is_the_schedulers_prefilter_message(tmp_path):
     code, result = check(tmp_path, [template("t", [gpus(1, cls="gpu.example.com")]),
                                     pod("trainer", [{"name": "gpus", "resourceClaimTemplateName": "t"}])])

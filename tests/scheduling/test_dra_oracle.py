@@ -126,3 +126,23 @@ def test_message_agreement():
                 what = "message" if w not in o["normalized"] else "pending pods"
                 print(f"seed {o['seed']}: {what} differs\n{describe(o, w)}")
     assert agreed and exact <= normalized <= agreed
+
+
+RETRIED = json.loads((FIXTURE.parent / "retried.json").read_text())
+
+
+@pytest.mark.parametrize("entry", RETRIED["scenarios"], ids=[f"seed{e['seed']}" for e in RETRIED["scenarios"]])
+def test_a_pod_whose_idle_claim_is_deallocated_runs_on_its_retry_as_in_the_real_scheduler(entry):
+    """retried.json: runs of the real scheduler that waited past a pod's failed attempt. The plugin's PostFilter
+    deallocates the claim that kept the pod off its nodes, the pod is retried and placed; gpufleet places it too,
+    and warns that it fails once (its retry waits out the backoff in a cluster)."""
+    s = scenario(entry["seed"])
+    assert digest(s) == entry["digest"], "dra_scenarios.py no longer makes this cluster: re-record retried.json"
+    result = check_workloads(s["nodes"], s["pods"], s["manifests"]).to_json()
+    pending = {u["workload"] for u in result["unschedulable"] if u["reason"] in ("pending", "rejected")}
+    warned = {w["workload"] for w in result["warnings"] if "no node at first" in w["message"]}
+    real = [real_pending(run) for run in entry["runs"]]
+    assert not pending - set.union(*real), "false Pending: every real run placed these"
+    assert set.intersection(*real) <= pending, "silent miss: every real run left these Pending"
+    retried = {w for w in entry["runs"][0] if w not in set.union(*real)} & warned
+    assert retried, "the workload placed on its retry is not named in a warning"

@@ -61,6 +61,8 @@ class Needs:
     allocated: list[tuple[tuple[str, str], dict | None]] = field(default_factory=list)
     gated: str | None = None
     prefilter: str | None = None
+    released: tuple[str, str] | None = None
+    """The claim PostFilter deallocated after this attempt found no node (the pod is tried again)."""
 
 
 @dataclass
@@ -434,18 +436,19 @@ class Verdicts:
         return code
 
 
-def release_unreserved(state: DraState, needs: Needs) -> bool:
+def release_unreserved(state: DraState, needs: Needs) -> tuple[str, str] | None:
     """The plugin's PostFilter after a pod with claims found no node: an allocated claim that was not
     available on some node and is reserved for nobody is deallocated (its devices free for later pods).
-    One claim per failed attempt; True when one was."""
+    One claim per failed attempt; its key when one was. The claim's change requeues the pod, so the
+    scheduler tries it again and may allocate the claim anew, on a node the pod fits."""
     for key, selector in needs.allocated:
         shared = state.shared.get(key)
         if shared is not None and selector is not None and shared.consumers == 0:
             state.in_use -= {d.key for d in shared.devices}
             state._changed(d.key for d in shared.devices)
             del state.shared[key]
-            return True
-    return False
+            return key
+    return None
 
 
 def memory_mib(devices: list[Device]) -> int | None:

@@ -10,8 +10,8 @@ listers and its in-flight allocations are one per scheduler:
   (the structured allocator, `structured/`). The cycle asks it last, on the nodes that pass every other
   filter, many at once (gpufleet.scheduler.schedule_one's ExtraFilter).
 - PostFilter, `post_filter(state, needs, failures)`: after the pod found no node, an allocated claim that
-  was not available on some node and is reserved for nobody is deallocated, so that later pods can have
-  its devices. It nominates no node.
+  was not available on some node and is reserved for nobody is deallocated (`needs.released`). It nominates
+  no node, but the claim's change requeues the pod, which is tried again and may allocate the claim anew.
 - Reserve (with PreBind's write of the allocation), `reserve(state, node, needs, outcomes, pos)`: the devices
   the allocator picked on the chosen node are in use from then on; a shared claim keeps its allocation.
 It scores nothing (v1.34 has no DRA score).
@@ -48,7 +48,7 @@ class DynamicResources(Plugin):
         from gpufleet.scheduler.plugins.dynamicresources.claims import NOT_ON_NODE, release_unreserved
 
         if failures.get(NOT_ON_NODE):  # an allocated claim was unavailable on some node
-            release_unreserved(state, needs)
+            needs.released = release_unreserved(state, needs)
         return None
 
     def reserve(self, state: DraState, needs: Needs, outcomes: NodeOutcomes, pos: int):
