@@ -522,11 +522,15 @@ def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: Ch
     return problems[:1] if problems else []
 
 
-def _reallocated(released: list[tuple[str, str]]) -> str:
-    """The warning for a workload placed only once the scheduler deallocated claims it uses."""
-    names = ", ".join(f"{ns}/{name}" for ns, name in dict.fromkeys(released))
-    who = "a pod finds" if len(released) == 1 else f"{len(released)} of its pods find"
-    return (f"{who} no node at first: ResourceClaim {names} is allocated to devices on a node the pod cannot "
-            f"use and reserved for no pod. The scheduler deallocates it, tries the pod again, and allocates the "
+def _reallocated(released: list[tuple[int, tuple[str, str]]]) -> str:
+    """The warning for a workload placed only once the scheduler deallocated claims it uses: (its pod, the
+    claim) per deallocation."""
+    names = ", ".join(f"{ns}/{name}" for ns, name in dict.fromkeys(claim for _, claim in released))
+    pods = len({pod for pod, _ in released})
+    who = "a pod finds" if pods == 1 else f"{pods} of its pods find"
+    one = len(dict.fromkeys(claim for _, claim in released)) == 1
+    claims = f"ResourceClaim {names} is" if one else f"ResourceClaims {names} are"
+    return (f"{who} no node at first: {claims} allocated to devices on a node the pod cannot use and reserved for "
+            f"no pod. The scheduler deallocates {'it' if one else 'each'}, tries the pod again, and allocates the "
             f"claim anew; in a cluster that retry waits out the scheduler's backoff, and other pods may take the "
             f"devices first")

@@ -33,9 +33,9 @@ class Outcome:
     """The pods evicted for them: (node, the pod, the PodDisruptionBudget `ns/name` it broke or "")."""
     preempted_by: str = ""
     """The workload whose pods evicted some of this one's (its message names it when they find no room)."""
-    released: list[tuple[str, str]] = field(default_factory=list)
-    """Claims (namespace, name) the scheduler deallocated after one of its pods found no node; the pod was
-    tried again."""
+    released: list[tuple[int, tuple[str, str]]] = field(default_factory=list)
+    """(its pod's ordinal, the claim's (namespace, name)) for each claim the scheduler deallocated after that
+    pod found no node; the pod was tried again."""
 
 
 @dataclass

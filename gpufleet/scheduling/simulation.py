@@ -289,15 +289,15 @@ class Simulation(PreemptionTurns):
         return DefaultSpread(counts, found.layout, found.affinity_ok, found.weight)
 
     def _claims_run(self, snap, dra, shape, w, start, rng, run, index, out, spread) -> int:
-        for _ in range(w.replicas):
-            cycle, used, released = self._with_claims(snap, dra, shape, w, start, rng, spread)
-            start = (start + cycle.processed) % snap.n if snap.n else 0
-            while cycle.node is None and released is not None:
-                # The deallocation is an update of a claim the pod uses: the scheduler requeues the pod and
-                # tries it again (one claim per failed attempt, so this ends).
-                out.released.append(released)
+        for pod in range(w.replicas):
+            while True:
                 cycle, used, released = self._with_claims(snap, dra, shape, w, start, rng, spread)
                 start = (start + cycle.processed) % snap.n if snap.n else 0
+                if cycle.node is not None or released is None:
+                    break
+                # The deallocation is an update of a claim the pod uses: the scheduler requeues the pod and
+                # tries it again (one claim per failed attempt, so this ends).
+                out.released.append((pod, released))
             if cycle.node is None:
                 out.pending, out.message, out.blocked = w.replicas - out.placed, cycle.message, cycle.blocked
                 break

@@ -236,6 +236,16 @@ def test_a_claim_reserved_for_no_pod_is_deallocated_and_the_pod_tried_again_wher
     assert sorted(placed) == [("Pod/ml/follower", "dra-node-a", 1), ("Pod/ml/moved", "dra-node-a", 1)]
 
 
+def test_the_retry_warning_counts_the_pods_that_were_tried_again_not_the_claims_freed():
+    from gpufleet.scheduling.engine import _reallocated
+
+    one_pod_two_claims = _reallocated([(0, ("ml", "a")), (0, ("ml", "b"))])
+    assert one_pod_two_claims.startswith("a pod finds no node at first: ResourceClaims ml/a, ml/b are allocated")
+    assert "deallocates each," in one_pod_two_claims
+    two_pods = _reallocated([(0, ("ml", "a")), (3, ("ml", "a"))])
+    assert two_pods.startswith("2 of its pods find no node at first: ResourceClaim ml/a is allocated")
+
+
 def test_a_claim_reserved_for_a_running_pod_is_not_deallocated(tmp_path):
     shared = [{"name": "gpus", "resourceClaimName": "shared-gpus"}]
     holder = [{"resource": "pods", "name": "holder", "uid": "9b0e6a4c-2f1d-4c6e-8f3a-1d2c3b4a5f60"}]
