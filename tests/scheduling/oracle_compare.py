@@ -11,6 +11,10 @@ Metrics: false_pending (gpufleet Pending, every real run placed all its pods), s
 real run, gpufleet neither Pending nor warned), real_spread (the most two real runs' pending sets differ by),
 distance (the least gpufleet's Pending set differs from a real run's), warnings (warned-only workloads),
 message_mismatch (Pending in gpufleet and every real run, gpufleet's message unlike every run's).
+
+`held_out` asks how often an answer misses real runs it was not made from: three real runs read as gpufleet
+reads its own three (Pending where all pend, warned where some do), judged by the fixture's other runs, give the
+rate at which the real scheduler misses itself (its random tie-breaks); gpufleet is judged by the same runs.
 """
 
 from __future__ import annotations
@@ -70,6 +74,31 @@ def compare(check_json: dict, fixture: dict) -> dict:
         "count_mismatch": [w for w in both if pending[w]["pending"] not in
                            range(min(r[w]["pending"] for r in runs), max(r[w]["pending"] for r in runs) + 1)],
     }
+
+
+def held_out(check_json: dict, fixture: dict, model_runs: int = 3) -> dict[str, int]:
+    """How often gpufleet misses real runs it is judged on, against how often the real scheduler misses its own.
+
+    The fixture's real runs are split every way into `model_runs` of them and the rest, held out. Per split,
+    the misses on the held-out runs (false Pending plus silent misses, as `compare` counts them) of gpufleet's
+    answer, and of the model runs read as gpufleet reads its own runs: Pending where every one of them leaves
+    pods pending, warned where some do. Totals over the splits: `gpufleet`, `real` (the real scheduler as its
+    own predictor), `splits` (0 when the fixture has no more than `model_runs` runs)."""
+    runs, totals = fixture["runs"], {"gpufleet": 0, "real": 0, "splits": 0}
+    for model in itertools.combinations(range(len(runs)), model_runs):
+        rest = {**fixture, "runs": [run for i, run in enumerate(runs) if i not in model]}
+        if not rest["runs"]:
+            break
+        sets = [set(pending_in_run(runs[i])) for i in model]
+        always = set.intersection(*sets)
+        as_answer = {"unschedulable": [{"workload": w, "reason": "pending", "pending": 0, "message": ""}
+                                       for w in sorted(always)],
+                     "warnings": [{"workload": w} for w in sorted(set.union(*sets) - always)]}
+        for who, answer in (("gpufleet", check_json), ("real", as_answer)):
+            m = compare(answer, rest)
+            totals[who] += len(m["false_pending"]) + len(m["silent_miss"])
+        totals["splits"] += 1
+    return totals
 
 
 def verdicts(m: dict) -> dict[str, bool]:
@@ -145,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
               f"count_mismatch {len(m['count_mismatch'])}, message_mismatch {len(m['message_mismatch'])} "
               f"(real runs disagree on {m['message_spread']} messages)")
         print("  " + ", ".join(f"{k}: {'ok' if ok else 'FAIL'}" for k, ok in v.items()))
+        h = held_out(check_json, fixture)
+        if h["splits"]:
+            print(f"  held out (3 runs as the answer, the rest judge it, {h['splits']} splits): gpufleet misses "
+                  f"{h['gpufleet']}, the real scheduler's own runs {h['real']}")
         for line in _examples(m, check_json, fixture, args.show):
             print(line)
     print("all done-when criteria met" if all_ok else "some done-when criteria not met")
