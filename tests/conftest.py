@@ -3,6 +3,7 @@ CLI as a user does (exit codes included)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -98,3 +99,11 @@ def pytest_terminal_summary(terminalreporter):
         f"a folder with charts/*.tgz and the values files, or run `{upstream_files.MAKE_TARGET}`:")
     for report in skipped:
         terminalreporter.write_line(f"  {report.nodeid}")
+
+
+@pytest.fixture(autouse=True)
+def _collector_unfrozen():
+    """A command run in this process freezes what it read out of the cyclic collector (`gc.freeze`), as a one-shot
+    process may; the test process lives on, so after each test the collector gets everything back."""
+    yield
+    gc.unfreeze()

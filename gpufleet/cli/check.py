@@ -33,6 +33,7 @@ from gpufleet.cli.discover import (
     RequestTimeoutOption,
 )
 from gpufleet.errors import GpufleetError, InputError, one_line
+from gpufleet.gc_pause import collector_paused
 
 if TYPE_CHECKING:
     from gpufleet.scheduling.engine import Spreading
@@ -165,7 +166,16 @@ def read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, re
     The capacity comes from the files (`nodes`, `pods`) or, without `nodes`, from `live` (a ClusterSource of
     a live cluster, read as `discover` reads it; `no_cluster`: what to suggest when there is none). Shared by
     `check` and `report`, so both accept and refuse exactly the same inputs.
+
+    What it reads lives as long as the command: it is read with the cyclic collector paused and then left out of
+    later collections (`gc.freeze`), which would otherwise walk all of it (about a second at 10,000 nodes).
     """
+    with collector_paused(freeze=True):
+        return _read_inputs(manifests, nodes, pods, require_workloads, live, no_cluster)
+
+
+def _read_inputs(manifests: list[Path], nodes: Path | None, pods: Path | None, require_workloads: bool, live,
+                 no_cluster: str | None):
     errors: list[str] = []
     try:
         if nodes is None:
