@@ -525,10 +525,11 @@ def _memory(w: PodWorkload, placed: list[tuple[Node, int]], requests, result: Ch
 def _reallocated(released: list[tuple[int, tuple[str, str]]]) -> str:
     """The warning for a workload placed only once the scheduler deallocated claims it uses: (its pod, the
     claim) per deallocation."""
-    names = ", ".join(f"{ns}/{name}" for ns, name in dict.fromkeys(claim for _, claim in released))
+    claims_freed = dict.fromkeys(claim for _, claim in released)
+    names = ", ".join(f"{ns}/{name}" for ns, name in claims_freed)
     pods = len({pod for pod, _ in released})
     who = "a pod finds" if pods == 1 else f"{pods} of its pods find"
-    one = len(dict.fromkeys(claim for _, claim in released)) == 1
+    one = len(claims_freed) == 1
     claims = f"ResourceClaim {names} is" if one else f"ResourceClaims {names} are"
     return (f"{who} no node at first: {claims} allocated to devices on a node the pod cannot use and reserved for "
             f"no pod. The scheduler deallocates {'it' if one else 'each'}, tries the pod again, and allocates the "

@@ -27,34 +27,32 @@ FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "oracle").glob("*.js
 ANSWERS: dict[Path, dict] = {}  # gpufleet's answer per fixture, made once for the tests of this module
 
 
-def _answer(path: Path, tmp: Path) -> dict:
-    if path not in ANSWERS:
-        tmp.mkdir(parents=True, exist_ok=True)
-        g = json.loads(path.read_text())["generator"]
-        files = write(generate(g["seed"], g["nodes"], g["shape"], g.get("oversubscription")), tmp)
-        nodes, pods = (json.loads(p.read_text())["items"] for p in files[:2])
-        import yaml
-
-        manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
-        ANSWERS[path] = check_workloads(nodes, pods, manifests).to_json()
-    return ANSWERS[path]
-
-
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
-def test_verdicts_follow_the_real_scheduler(path, tmp_path):
-    fixture = json.loads(path.read_text())
+def _inputs(fixture: dict, tmp: Path) -> tuple[list, list, list]:
+    """The fixture's fleet, rebuilt (nodes, running pods, manifests); the files are checked to be the ones the real
+    runs were made on."""
     g = fixture["generator"]
-    files = write(generate(g["seed"], g["nodes"], g["shape"], g.get("oversubscription")), tmp_path)
+    tmp.mkdir(parents=True, exist_ok=True)
+    files = write(generate(g["seed"], g["nodes"], g["shape"], g.get("oversubscription")), tmp)
     if fixture.get("inputs_sha256"):
         digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
         assert digest == fixture["inputs_sha256"], "the generator no longer builds the fleet the runs were made on"
     nodes, pods = (json.loads(p.read_text())["items"] for p in files[:2])
     import yaml
 
-    manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
-    result = check_workloads(nodes, pods, manifests).to_json()  # pods made directly
-    ANSWERS[path] = result
-    metrics = compare(result, fixture)
+    return nodes, pods, list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
+
+
+def _answer(path: Path, tmp: Path) -> dict:
+    """gpufleet's answer on a fixture's fleet (pods made directly), made once for the tests of this module."""
+    if path not in ANSWERS:
+        ANSWERS[path] = check_workloads(*_inputs(json.loads(path.read_text()), tmp)).to_json()
+    return ANSWERS[path]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_verdicts_follow_the_real_scheduler(path, tmp_path):
+    fixture = json.loads(path.read_text())
+    metrics = compare(_answer(path, tmp_path), fixture)
     failed = [k for k, ok in verdicts(metrics).items() if not ok]
     assert not failed, {k: metrics[k] for k in ("false_pending", "silent_miss", "distance", "real_spread", "warnings",
                                                  "workloads")} | {"failed": failed}
@@ -98,13 +96,7 @@ def test_on_10000_nodes_gpufleet_misses_only_workloads_that_ties_decide_and_more
     # gpufleet's own runs disagree on once it takes eight: then nothing is missed, with at most 2 % warned.
     path = Path(__file__).parents[1] / "fixtures" / "oracle-10k" / "mixed-10000.json"
     fixture = json.loads(path.read_text())
-    g = fixture["generator"]
-    files = write(generate(g["seed"], g["nodes"], g["shape"], g.get("oversubscription")), tmp_path)
-    assert hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest() == fixture["inputs_sha256"]
-    nodes, pods = (json.loads(p.read_text())["items"] for p in files[:2])
-    import yaml
-
-    manifests = list(yaml.load_all(files[2].read_text(), Loader=yaml.CSafeLoader))
+    nodes, pods, manifests = _inputs(fixture, tmp_path)
     three = compare(check_workloads(nodes, pods, manifests).to_json(), fixture)
     eight_answer = check_workloads(nodes, pods, manifests, tie_runs=8).to_json()
     eight = compare(eight_answer, fixture)
